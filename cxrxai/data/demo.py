@@ -1,0 +1,113 @@
+"""The demo dataset on disk: phantom images rendered once, with their ground truth.
+
+Rendering is deterministic, so what lands under ``data_cache/demo/`` (git-ignored) is a cache:
+``images-<key>-<n>.npy`` (an (N, S, S) uint8 array, memory-mapped when read) and
+``annotations-<key>-<n>.json`` (one record per lesion instance: COCO RLE mask and box). ``key``
+hashes the :class:`PhantomConfig` and :data:`GENERATOR_VERSION`. Files are written under a
+temporary name and renamed when complete, so a half-written cache is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..labels import DEMO_LABELS, NO_FINDING
+from .masks import encode_rle
+from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
+
+__all__ = ["GENERATOR_VERSION", "DemoData", "cache_key", "load_demo", "label_matrix", "SHORTCUT_READER"]
+
+#: Bump when the phantom's pixels change for the same config (invalidates caches and stores).
+GENERATOR_VERSION = 1
+#: Reader name under which a planted shortcut marker's mask is stored.
+SHORTCUT_READER = "shortcut"
+
+
+@dataclass
+class DemoData:
+    config: PhantomConfig
+    specs: list[CaseSpec]
+    images: np.ndarray  # (N, S, S) uint8, row i ↔ specs[i]
+    annotations: pd.DataFrame  # image_id, label, reader, instance, kind, x, y, w, h, mask_rle, ...
+
+    def split_index(self, split: str) -> np.ndarray:
+        return np.array([i for i, s in enumerate(self.specs) if s.split == split])
+
+
+def cache_key(config: PhantomConfig) -> str:
+    text = f"v{GENERATOR_VERSION}:{config.to_json()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def label_matrix(specs: Sequence[CaseSpec], labels: Sequence[str] = DEMO_LABELS) -> np.ndarray:
+    """(N, len(labels)) float32 0/1 matrix; "No Finding" is 1 exactly when no finding is present."""
+    return np.array([[float(lab in s.findings or (lab == NO_FINDING and not s.findings)) for lab in labels]
+                     for s in specs], np.float32)
+
+
+def load_demo(config: PhantomConfig, directory: str | Path, *, workers: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> DemoData:
+    """The demo cohort with its rendered images and annotations, rendering what is missing."""
+    specs = sample_cohort(config)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"{cache_key(config)}-{len(specs)}"
+    img_path, ann_path = directory / f"images-{stem}.npy", directory / f"annotations-{stem}.json"
+    if not (img_path.exists() and ann_path.exists()):
+        _render_all(config, specs, img_path, ann_path, workers, progress)
+    images = np.load(img_path, mmap_mode="r")
+    annotations = pd.DataFrame(json.loads(ann_path.read_text()))
+    return DemoData(config, specs, images, annotations)
+
+
+def _render_all(config, specs, img_path: Path, ann_path: Path, workers, progress) -> None:
+    n, s = len(specs), config.size
+    tmp_img = img_path.with_name(f"{img_path.stem}.tmp{os.getpid()}.npy")
+    out = np.lib.format.open_memmap(tmp_img, mode="w+", dtype=np.uint8, shape=(n, s, s))
+    records: list[dict] = []
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    results = (map(_render_one, [config] * n, specs) if workers <= 1 or n < 64 else None)
+    pool = None
+    if results is None:
+        pool = ProcessPoolExecutor(workers)
+        results = pool.map(_render_one, [config] * n, specs, chunksize=32)
+    try:
+        for i, (image, recs) in enumerate(results):
+            out[i] = image
+            records += recs
+            if progress:
+                progress(i + 1, n)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    out.flush()
+    del out
+    tmp_ann = ann_path.with_name(f"{ann_path.name}.tmp{os.getpid()}")
+    tmp_ann.write_text(json.dumps(records))
+    os.replace(tmp_img, img_path)
+    os.replace(tmp_ann, ann_path)
+
+
+def _render_one(config: PhantomConfig, spec: CaseSpec) -> tuple[np.ndarray, list[dict]]:
+    case = render(spec, config)
+    size = config.size
+    recs = []
+    for inst in case.instances:
+        x, y, w, h = inst.box
+        base = {"image_id": spec.image_id, "label": inst.label, "reader": "gt", "instance": inst.index}
+        recs.append({**base, "kind": "mask", "mask_rle": encode_rle(inst.mask), "mask_height": size, "mask_width": size})
+        recs.append({**base, "kind": "box", "x": x, "y": y, "w": w, "h": h})
+    if case.shortcut_mask is not None and config.shortcut is not None:
+        recs.append({"image_id": spec.image_id, "label": config.shortcut.label, "reader": SHORTCUT_READER,
+                     "instance": 0, "kind": "mask", "mask_rle": encode_rle(case.shortcut_mask),
+                     "mask_height": size, "mask_width": size})
+    return case.image, recs

@@ -1,0 +1,69 @@
+"""Typed errors, one per layer, each saying what was received and what is allowed.
+
+Pages and the CLI catch :class:`CxrxaiError` (or a subclass) and show its message with a remedy;
+nothing in the library raises a bare ``Exception`` or validates with ``assert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "CxrxaiError",
+    "DataError",
+    "ModelError",
+    "StoreError",
+    "SchemaVersionError",
+    "ExplainerError",
+    "MetricError",
+    "UnknownNameError",
+    "allowed",
+]
+
+
+class CxrxaiError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+
+class DataError(CxrxaiError, ValueError):
+    """Bad dataset input: a missing column, an image of the wrong size, an unknown label..."""
+
+
+class ModelError(CxrxaiError, ValueError):
+    """A model cannot be built or loaded (unknown architecture, missing weights file...)."""
+
+
+class StoreError(CxrxaiError):
+    """The DuckDB store cannot be opened, read or written as asked."""
+
+
+class SchemaVersionError(StoreError):
+    """The store was written by a newer (or unknown) schema than this code understands."""
+
+
+class ExplainerError(CxrxaiError, ValueError):
+    """An explainer was asked for something impossible (unknown method, bad window...)."""
+
+
+class MetricError(CxrxaiError, ValueError):
+    """A metric got input it cannot score (shape mismatch, non-binary mask, NaN map...)."""
+
+
+class UnknownNameError(CxrxaiError, KeyError, ValueError):
+    """A name (label, method, dataset, model) is not one of the allowed names.
+
+    Subclasses ``KeyError`` and ``ValueError`` so callers that look names up in a mapping
+    or validate arguments can catch it the way they expect.
+    """
+
+    def __init__(self, kind: str, name: object, choices: Iterable[object]):
+        self.kind, self.name, self.choices = kind, name, list(choices)
+        super().__init__(f"unknown {kind} {name!r}; allowed: {allowed(self.choices)}")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return str(self.args[0])
+
+
+def allowed(choices: Iterable[object]) -> str:
+    """Format a closed set of choices for an error message."""
+    return ", ".join(repr(c) for c in choices)
