@@ -1,0 +1,245 @@
+"""Typed reads shared by the read-only :class:`Store` and the :class:`StoreWriter`.
+
+Every method returns plain pandas/numpy/dataclass values; the SQL stays here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StoreError, UnknownNameError
+from ..models.spec import ModelSpec
+from ._schema import TABLES
+
+__all__ = ["Queries", "StoredMap"]
+
+_GROUPABLE = ("dataset", "split", "sex", "age_bin", "view")
+
+
+@dataclass(frozen=True)
+class StoredMap:
+    """A saliency map as stored: native-resolution values plus how they were made."""
+
+    model_id: str
+    image_id: str
+    label: str
+    method: str
+    params: dict
+    target: str
+    kind: str
+    values: np.ndarray  # (height, width) float32
+    seconds: float | None
+    device: str | None
+
+
+class Queries:
+    """Read methods; subclasses provide ``_cursor()`` (a context manager yielding a cursor)."""
+
+    def _cursor(self) -> AbstractContextManager:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers
+    def _df(self, sql: str, params: Iterable = ()) -> pd.DataFrame:
+        with self._cursor() as cur:
+            return cur.execute(sql, list(params)).df()
+
+    def _rows(self, sql: str, params: Iterable = ()) -> list[tuple]:
+        with self._cursor() as cur:
+            return cur.execute(sql, list(params)).fetchall()
+
+    def has_table(self, table: str) -> bool:
+        rows = self._rows(
+            "SELECT 1 FROM information_schema.tables WHERE table_catalog = current_database() AND table_name = ?",
+            [table],
+        )
+        return bool(rows)
+
+    def _require(self, table: str, command: str) -> None:
+        if not self.has_table(table):
+            raise StoreError(f"the store has no '{table}' table yet; fill it with `{command}`")
+
+    # ------------------------------------------------------------------ meta
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", [key]) if self.has_table("meta") else []
+        return rows[0][0] if rows else default
+
+    def schema_version(self) -> int:
+        return int(self.meta("schema_version", "0"))
+
+    def table_counts(self) -> dict[str, int]:
+        return {t: int(self._rows(f"SELECT count(*) FROM {t}")[0][0]) for t in TABLES if self.has_table(t)}
+
+    def info(self) -> dict:
+        """Counts per table, datasets, models, labels and explainers: what the store holds."""
+        counts = self.table_counts()
+        datasets = self.datasets()
+        models = self.models()
+        explainers = (self._df("SELECT DISTINCT method FROM maps ORDER BY method")["method"].tolist()
+                      if counts.get("maps") else [])
+        labels = sorted({str(lab) for labs in datasets.get("labels", []) if labs is not None for lab in labs})
+        return {
+            "schema_version": self.schema_version(),
+            "built_at": self.meta("built_at"),
+            "counts": counts,
+            "datasets": datasets[["dataset", "source"]].to_dict("records") if len(datasets) else [],
+            "models": models[["model_id", "arch"]].to_dict("records") if len(models) else [],
+            "labels": labels,
+            "explainers": explainers,
+        }
+
+    # ------------------------------------------------------------------ cases
+    def datasets(self) -> pd.DataFrame:
+        return self._df("SELECT * FROM datasets ORDER BY dataset") if self.has_table("datasets") else pd.DataFrame()
+
+    def images(self, *, dataset: str | None = None, split: str | None = None,
+               image_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        where, params = _where(dataset=dataset, split=split)
+        if image_ids is not None:
+            ids = list(image_ids)
+            where += (" AND " if where else " WHERE ") + "list_contains(?, image_id)"
+            params.append(ids)
+        return self._df(f"SELECT * FROM images{where} ORDER BY image_id", params)
+
+    def image(self, image_id: str) -> dict:
+        df = self._df("SELECT * FROM images WHERE image_id = ?", [image_id])
+        if df.empty:
+            raise StoreError(f"no image {image_id!r} in the store")
+        return df.iloc[0].to_dict()
+
+    def image_counts(self, by: Iterable[str], *, dataset: str | None = None) -> pd.DataFrame:
+        """Number of images per combination of ``by`` columns (split, sex, age_bin, view...)."""
+        cols = list(by)
+        for c in cols:
+            if c not in _GROUPABLE:
+                raise UnknownNameError("grouping column", c, _GROUPABLE)
+        where, params = _where(dataset=dataset)
+        group = ", ".join(cols)
+        return self._df(f"SELECT {group}, count(*) AS n FROM images{where} GROUP BY ALL ORDER BY ALL", params)
+
+    def label_counts(self, *, dataset: str | None = None) -> pd.DataFrame:
+        """Positives, negatives and unknowns per label and split."""
+        where, params = _where(prefix="i.", dataset=dataset)
+        return self._df(
+            f"""SELECT i.split, l.label, count(*) FILTER (l.value = 1) AS positive,
+                       count(*) FILTER (l.value = 0) AS negative, count(*) FILTER (l.value IS NULL) AS unknown
+                FROM labels l JOIN images i USING (image_id){where} GROUP BY ALL ORDER BY ALL""",
+            params,
+        )
+
+    def labels_wide(self, *, dataset: str | None = None) -> pd.DataFrame:
+        """Image × label matrix of 1 / 0 / NaN, indexed by image_id."""
+        where, params = _where(prefix="i.", dataset=dataset)
+        long = self._df(f"SELECT l.* FROM labels l JOIN images i USING (image_id){where}", params)
+        if long.empty:
+            return pd.DataFrame()
+        return long.pivot(index="image_id", columns="label", values="value").astype(float)
+
+    def annotations(self, *, image_id: str | None = None, label: str | None = None,
+                    reader: str | None = None) -> pd.DataFrame:
+        where, params = _where(image_id=image_id, label=label, reader=reader)
+        return self._df(f"SELECT * FROM annotations{where} ORDER BY image_id, label, reader, instance", params)
+
+    # ------------------------------------------------------------------ models
+    def models(self) -> pd.DataFrame:
+        return self._df("SELECT * FROM models ORDER BY model_id") if self.has_table("models") else pd.DataFrame()
+
+    def model_spec(self, model_id: str) -> ModelSpec:
+        rows = self._rows("SELECT spec FROM models WHERE model_id = ?", [model_id])
+        if not rows:
+            raise UnknownNameError("model", model_id, self.models().get("model_id", pd.Series()).tolist())
+        return ModelSpec.from_json(rows[0][0])
+
+    def predictions(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
+        where, params = _where(prefix="i.", split=split)
+        where += (" AND " if where else " WHERE ") + "p.model_id = ?"
+        params.append(model_id)
+        return self._df(
+            f"SELECT p.image_id, p.label, p.logit, p.prob FROM predictions p JOIN images i USING (image_id)"
+            f"{where} ORDER BY p.image_id, p.label",
+            params,
+        )
+
+    def predicted_image_ids(self, model_id: str) -> set[str]:
+        return {r[0] for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])}
+
+    def thresholds(self, model_id: str) -> pd.DataFrame:
+        return self._df("SELECT * FROM thresholds WHERE model_id = ? ORDER BY label", [model_id])
+
+    def prediction_table(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
+        """One row per image × label: demographics, probability, threshold, truth, decision.
+
+        ``ground_truth`` is 1/0 or missing (unknown label); ``predicted`` is
+        ``prob >= threshold`` (missing when the label has no threshold).
+        """
+        where, params = _where(prefix="i.", split=split)
+        where += (" AND " if where else " WHERE ") + "p.model_id = ?"
+        params.append(model_id)
+        return self._df(
+            f"""SELECT p.image_id, i.dataset, i.split, i.patient_id, i.sex, i.age, i.age_bin, i.view,
+                       p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,
+                       CASE WHEN t.threshold IS NULL THEN NULL ELSE (p.prob >= t.threshold)::TINYINT END AS predicted
+                FROM predictions p
+                JOIN images i USING (image_id)
+                LEFT JOIN thresholds t ON t.model_id = p.model_id AND t.label = p.label
+                LEFT JOIN labels l ON l.image_id = p.image_id AND l.label = p.label
+                {where} ORDER BY p.image_id, p.label""",
+            params,
+        )
+
+    # ------------------------------------------------------------------ maps
+    def map_index(self, *, model_id: str | None = None, image_id: str | None = None,
+                  label: str | None = None, method: str | None = None) -> pd.DataFrame:
+        """Which maps exist (no values): model, image, label, method, parameters, seconds."""
+        if not self.has_table("maps"):
+            return pd.DataFrame()
+        where, params = _where(model_id=model_id, image_id=image_id, label=label, method=method)
+        return self._df(
+            "SELECT model_id, image_id, label, method, params_key, params, target, kind, height, width, "
+            f"seconds, device FROM maps{where} ORDER BY ALL",
+            params,
+        )
+
+    def get_map(self, model_id: str, image_id: str, label: str, method: str, params_key: str) -> StoredMap | None:
+        rows = self._rows(
+            """SELECT params, target, kind, height, width, "values", seconds, device FROM maps
+               WHERE model_id = ? AND image_id = ? AND label = ? AND method = ? AND params_key = ?""",
+            [model_id, image_id, label, method, params_key],
+        )
+        if not rows:
+            return None
+        params, target, kind, h, w, values, seconds, device = rows[0]
+        arr = np.asarray(values, np.float32).reshape(h, w)
+        return StoredMap(model_id, image_id, label, method, json.loads(params), target, kind, arr, seconds, device)
+
+    def iter_maps(self, model_id: str, method: str, params_key: str, *, batch: int = 256) -> Iterator[StoredMap]:
+        """All maps of one method and parameter set, streamed in batches."""
+        keys = self._rows(
+            "SELECT image_id, label FROM maps WHERE model_id = ? AND method = ? AND params_key = ? ORDER BY ALL",
+            [model_id, method, params_key],
+        )
+        for start in range(0, len(keys), batch):
+            chunk = keys[start:start + batch]
+            df = self._df(
+                """SELECT image_id, label, params, target, kind, height, width, "values", seconds, device FROM maps
+                   WHERE model_id = ? AND method = ? AND params_key = ? AND list_contains(?, image_id)""",
+                [model_id, method, params_key, sorted({k[0] for k in chunk})],
+            )
+            for r in df.itertuples(index=False):
+                arr = np.asarray(r.values, np.float32).reshape(r.height, r.width)
+                yield StoredMap(model_id, r.image_id, r.label, method, json.loads(r.params), r.target, r.kind,
+                                arr, r.seconds, r.device)
+
+
+def _where(prefix: str = "", **filters) -> tuple[str, list]:
+    parts, params = [], []
+    for col, val in filters.items():
+        if val is not None:
+            parts.append(f"{prefix}{col} = ?")
+            params.append(val)
+    return (" WHERE " + " AND ".join(parts)) if parts else "", params

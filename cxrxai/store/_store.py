@@ -1,0 +1,298 @@
+"""Opening a store to read, and writing one without ever disturbing its readers.
+
+Concurrency contract (DuckDB allows one writer process and then refuses other opens):
+
+* **Writers never touch the published file.** :func:`write_store` takes an exclusive lock
+  (``PATH.lock``), copies the published store to ``PATH.staging``, writes there, and
+  :meth:`StoreWriter.publish` swaps a complete, checkpointed copy into place with
+  ``os.replace`` (atomic on POSIX). An interrupted or failed write leaves the last published
+  store exactly as it was; a second concurrent writer gets a :class:`StoreError` at once.
+* **Readers never block.** :class:`Store` attaches the file read-only inside a private
+  in-memory DuckDB instance (so a reopened path is never served from DuckDB's per-path
+  instance cache), hands one cursor to each call (thread-safe for Streamlit), and
+  :meth:`Store.refresh` reopens when a writer has published a new version. Readers holding the
+  old version keep reading it (POSIX keeps a replaced file alive while it is open).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from ..errors import SchemaVersionError, StoreError
+from ..models.spec import ModelSpec
+from ._queries import Queries
+from ._schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Store", "StoreWriter", "write_store", "open_store"]
+
+
+def _quote(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+class Store(Queries):
+    """A read-only view of a published store (see the module docstring)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._open()
+
+    def _open(self) -> None:
+        if not self.path.is_file():
+            raise StoreError(f"no store at {self.path}; build the demo with `python -m cxrxai demo`")
+        identity = _identity(self.path)
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(f"ATTACH {_quote(self.path)} AS store (READ_ONLY)")
+        except duckdb.Error as err:
+            con.close()
+            raise StoreError(f"cannot open {self.path} as a DuckDB store: {err}") from None
+        # The previous connection is dropped, not closed: a cursor another thread took from it
+        # finishes on the old version, and the connection closes when the last user lets go.
+        self._con, self._identity = con, identity
+        version = self.schema_version()
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise SchemaVersionError(
+                f"{self.path} has schema version {version}, newer than this cxrxai understands "
+                f"(≤ {SCHEMA_VERSION}); upgrade cxrxai, or rebuild the store with this version"
+            )
+
+    @contextmanager
+    def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self._con is None:
+            raise StoreError(f"the store at {self.path} is closed")
+        cur = self._con.cursor()
+        try:
+            cur.execute("USE store")
+            yield cur
+        finally:
+            cur.close()
+
+    def changed(self) -> bool:
+        """Whether a writer has published a new version since this view was opened."""
+        try:
+            return _identity(self.path) != self._identity
+        except FileNotFoundError:
+            return False
+
+    def refresh(self) -> bool:
+        """Reopen if a new version was published; returns whether it did."""
+        if self.changed():
+            self._open()
+            return True
+        return False
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_store(path: str | Path) -> Store:
+    """Open a published store read-only."""
+    return Store(path)
+
+
+class StoreWriter(Queries):
+    """Writes to the staging copy; obtain one from :func:`write_store`."""
+
+    def __init__(self, path: Path, staging: Path):
+        self.path, self.staging = path, staging
+        self._con = duckdb.connect(str(staging))
+        self._migrate()
+
+    @contextmanager
+    def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        yield self._con
+
+    def _migrate(self) -> None:
+        version = self.schema_version() if self.has_table("meta") else 0
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.path} has schema version {version}; this cxrxai writes ≤ {SCHEMA_VERSION}"
+            )
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            self._con.execute("BEGIN")
+            for ddl in MIGRATIONS[v]:
+                self._con.execute(ddl)
+            self._con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(v)])
+            self._con.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writes
+    def set_meta(self, key: str, value: str) -> None:
+        self._con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+
+    def _upsert(self, table: str, df: pd.DataFrame, columns: list[str]) -> int:
+        if df.empty:
+            return 0
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise StoreError(f"cannot write {table}: missing columns {missing}")
+        cols = ", ".join(f'"{c}"' for c in columns)
+        self._con.register("_incoming", df[columns])
+        try:
+            self._con.execute(f"INSERT OR REPLACE INTO {table} ({cols}) SELECT {cols} FROM _incoming")
+        finally:
+            self._con.unregister("_incoming")
+        return len(df)
+
+    def put_dataset(self, dataset: str, *, source: str, labels: list[str], root: str | None = None,
+                    description: str | None = None, config: dict | None = None) -> None:
+        self._con.execute(
+            "INSERT OR REPLACE INTO datasets (dataset, source, root, description, labels, config) VALUES (?, ?, ?, ?, ?, ?)",
+            [dataset, source, root, description, list(labels), json.dumps(config) if config is not None else None],
+        )
+
+    def put_images(self, df: pd.DataFrame) -> int:
+        cols = ["image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin",
+                "view", "split", "width", "height"]
+        return self._upsert("images", df.reindex(columns=cols), cols)
+
+    def put_labels(self, df: pd.DataFrame) -> int:
+        """Long table image_id, label, value (1, 0 or missing for unknown)."""
+        return self._upsert("labels", df.astype({"value": "Int8"}), ["image_id", "label", "value"])
+
+    def put_annotations(self, df: pd.DataFrame) -> int:
+        cols = ["image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h",
+                "mask_rle", "mask_height", "mask_width"]
+        return self._upsert("annotations", df.reindex(columns=cols), cols)
+
+    def put_model(self, spec: ModelSpec, *, weights_path: str | None = None) -> None:
+        self._con.execute(
+            """INSERT OR REPLACE INTO models (model_id, arch, labels, input_size, explained_output, spec,
+               weights_path, weights_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+            [spec.name, spec.arch, list(spec.labels), spec.input_size, spec.explained_output, spec.to_json(),
+             weights_path, spec.card.get("weights_sha256")],
+        )
+
+    def put_predictions(self, model_id: str, image_ids: list[str], labels: tuple[str, ...],
+                        logits: np.ndarray, probs: np.ndarray) -> int:
+        n, k = len(image_ids), len(labels)
+        if logits.shape != (n, k) or probs.shape != (n, k):
+            raise StoreError(f"predictions must be ({n}, {k}); got {logits.shape} and {probs.shape}")
+        df = pd.DataFrame({
+            "model_id": model_id,
+            "image_id": np.repeat(np.asarray(image_ids, dtype=object), k),
+            "label": np.tile(np.asarray(labels, dtype=object), n),
+            "logit": logits.astype(np.float32).ravel(),
+            "prob": probs.astype(np.float32).ravel(),
+        })
+        return self._upsert("predictions", df, ["model_id", "image_id", "label", "logit", "prob"])
+
+    def put_thresholds(self, model_id: str, rows: list[dict]) -> int:
+        df = pd.DataFrame(rows).assign(model_id=model_id)
+        return self._upsert("thresholds", df, ["model_id", "label", "threshold", "method", "criterion", "split"])
+
+    def put_maps(self, rows: list[dict]) -> int:
+        """Rows with model_id, image_id, label, method, params (dict), target, kind, values (2-D), seconds, device."""
+        if not rows:
+            return 0
+        df = pd.DataFrame({
+            "model_id": [r["model_id"] for r in rows],
+            "image_id": [r["image_id"] for r in rows],
+            "label": [r["label"] for r in rows],
+            "method": [r["method"] for r in rows],
+            "params_key": [params_key(r["params"]) for r in rows],
+            "params": [json.dumps(r["params"], sort_keys=True) for r in rows],
+            "target": [r["target"] for r in rows],
+            "kind": [r["kind"] for r in rows],
+            "height": [int(np.shape(r["values"])[0]) for r in rows],
+            "width": [int(np.shape(r["values"])[1]) for r in rows],
+            "values": [np.asarray(r["values"], np.float32).ravel() for r in rows],
+            "seconds": [r.get("seconds") for r in rows],
+            "device": [r.get("device") for r in rows],
+        })
+        return self._upsert("maps", df, list(df.columns))
+
+    # ------------------------------------------------------------------ publishing
+    def publish(self) -> None:
+        """Make everything written so far visible to readers, atomically."""
+        self.set_meta("built_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self._con.execute("CHECKPOINT")
+        tmp = self.path.with_name(f"{self.path.name}.publish-{os.getpid()}")
+        self._con.close()
+        try:
+            shutil.copyfile(self.staging, tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+            _fsync_dir(self.path.parent)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+            self._con = duckdb.connect(str(self.staging))
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def params_key(params: dict) -> str:
+    """Canonical text key of a parameter dict (sorted keys, compact JSON)."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+@contextmanager
+def write_store(path: str | Path, *, fresh: bool = False) -> Iterator[StoreWriter]:
+    """Open ``path`` for writing through a staging copy; publish on success.
+
+    ``fresh=True`` starts from an empty store (the published one stays until the first publish).
+    Raises :class:`StoreError` if another process is writing the same store.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(path.with_name(path.name + ".lock"), "a+")
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise StoreError(f"another process is writing {path}; wait for it to finish (or stop it)") from None
+    staging = path.with_name(path.name + ".staging")
+    # Leftovers of a writer that was killed: never published, safe to drop under the lock.
+    for stale in (staging, staging.with_name(staging.name + ".wal"), *path.parent.glob(path.name + ".publish-*")):
+        stale.unlink(missing_ok=True)
+    writer = None
+    try:
+        if path.exists() and not fresh:
+            shutil.copyfile(path, staging)
+        writer = StoreWriter(path, staging)
+        yield writer
+        writer.publish()
+    finally:
+        if writer is not None:
+            writer.close()
+        for leftover in (staging, staging.with_name(staging.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        lock.close()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,165 @@
+"""The store: round trips, schema versions, and the concurrency contract."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.errors import SchemaVersionError, StoreError, UnknownNameError
+from cxrxai.models.spec import ModelSpec
+from cxrxai.store import SCHEMA_VERSION, open_store, params_key, write_store
+
+
+def _images(ids, split="test"):
+    return pd.DataFrame({"image_id": ids, "dataset": "d", "patient_id": [f"p{i}" for i in range(len(ids))],
+                         "sex": "F", "age": 61.0, "age_bin": "60-80", "view": "PA", "split": split,
+                         "width": 8, "height": 8})
+
+
+@pytest.fixture()
+def store_path(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with write_store(path) as w:
+        w.put_dataset("d", source="unit", labels=["A", "B"])
+        w.put_images(_images(["i1", "i2", "i3"]))
+        w.put_labels(pd.DataFrame({"image_id": ["i1", "i1", "i2", "i2", "i3", "i3"], "label": ["A", "B"] * 3,
+                                   "value": [1, 0, 0, None, 1, 1]}))
+    return path
+
+
+def test_round_trip_of_cases_models_predictions_thresholds_and_maps(store_path):
+    spec = ModelSpec(name="m", arch="densenet121", labels=("A", "B"), thresholds={"A": 0.5})
+    logits = np.array([[2.0, -1.0], [-2.0, 0.0], [0.5, 3.0]], np.float32)
+    with write_store(store_path) as w:
+        w.put_model(spec, weights_path="m.pt")
+        w.put_predictions("m", ["i1", "i2", "i3"], spec.labels, logits, 1 / (1 + np.exp(-logits)))
+        w.put_thresholds("m", [{"label": "A", "threshold": 0.5, "method": "f1", "criterion": 1.0, "split": "val"}])
+        w.put_annotations(pd.DataFrame([{"image_id": "i1", "label": "A", "reader": "gt", "instance": 0, "kind": "box",
+                                         "x": 1.0, "y": 2.0, "w": 3.0, "h": 4.0}]))
+        w.put_maps([{"model_id": "m", "image_id": "i1", "label": "A", "method": "gradcam", "params": {"layer": "x"},
+                     "target": "logit", "kind": "cam", "values": np.arange(6, dtype=np.float32).reshape(2, 3),
+                     "seconds": 0.1, "device": "cpu"}])
+    with open_store(store_path) as s:
+        assert s.model_spec("m") == spec
+        table = s.prediction_table("m")
+        row = table[(table.image_id == "i1") & (table.label == "A")].iloc[0]
+        assert row.ground_truth == 1 and row.predicted == 1 and row.threshold == 0.5 and row.sex == "F"
+        assert table[table.label == "B"]["predicted"].isna().all()  # no threshold → no decision
+        assert pd.isna(table[(table.image_id == "i2") & (table.label == "B")]["ground_truth"].iloc[0])
+        m = s.get_map("m", "i1", "A", "gradcam", params_key({"layer": "x"}))
+        assert m.values.shape == (2, 3) and m.values[1, 2] == 5 and m.params == {"layer": "x"}
+        assert s.get_map("m", "i1", "A", "gradcam", params_key({"layer": "y"})) is None
+        assert s.annotations(image_id="i1").iloc[0]["w"] == 3.0
+        info = s.info()
+        assert info["counts"]["predictions"] == 6 and info["explainers"] == ["gradcam"]
+        assert s.labels_wide().loc["i3", "B"] == 1
+
+
+def test_upserts_replace_instead_of_duplicating(store_path):
+    with write_store(store_path) as w:
+        w.put_images(_images(["i1"], split="val"))
+    with open_store(store_path) as s:
+        assert len(s.images()) == 3 and s.image("i1")["split"] == "val"
+
+
+def test_counts_by_group(store_path):
+    with open_store(store_path) as s:
+        assert s.image_counts(["split", "sex"]).to_dict("records") == [{"split": "test", "sex": "F", "n": 3}]
+        with pytest.raises(UnknownNameError):
+            s.image_counts(["race"])
+
+
+def test_a_newer_schema_is_refused_with_a_clear_error(store_path):
+    con = duckdb.connect(str(store_path))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    con.close()
+    with pytest.raises(SchemaVersionError, match="newer"):
+        open_store(store_path)
+    with pytest.raises(SchemaVersionError):
+        with write_store(store_path):
+            pass
+
+
+def test_missing_store_says_how_to_build_one(tmp_path):
+    with pytest.raises(StoreError, match="python -m cxrxai demo"):
+        open_store(tmp_path / "nope.duckdb")
+
+
+def test_a_second_writer_is_refused(store_path):
+    with write_store(store_path):
+        with pytest.raises(StoreError, match="another process"):
+            with write_store(store_path):
+                pass
+
+
+def test_failed_write_leaves_the_published_store_intact(store_path):
+    with pytest.raises(RuntimeError):
+        with write_store(store_path) as w:
+            w.put_images(_images(["x1", "x2"]))
+            raise RuntimeError("boom")
+    with open_store(store_path) as s:
+        assert len(s.images()) == 3
+    assert sorted(p.name for p in store_path.parent.iterdir()) == ["s.duckdb", "s.duckdb.lock"]
+
+
+WRITER = textwrap.dedent("""
+    import sys, time, pandas as pd
+    from cxrxai.store import write_store
+    path, n, publish = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "publish"
+    with write_store(path) as w:
+        for k in range(n):
+            w.put_images(pd.DataFrame({"image_id": [f"w{k}-{j}" for j in range(50)], "dataset": "d",
+                                       "split": "train", "width": 8, "height": 8}))
+            if publish:
+                w.publish()
+            print("wrote", k, flush=True)
+            time.sleep(0.05)
+        if not publish:
+            time.sleep(60)  # killed here, before its final publish
+""")
+
+
+def _spawn(tmp_path, store_path, n, mode):
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    return subprocess.Popen([sys.executable, str(script), str(store_path), str(n), mode], stdout=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def test_reader_keeps_serving_while_another_process_writes(tmp_path, store_path):
+    reader = open_store(store_path)
+    proc = _spawn(tmp_path, store_path, 15, "publish")
+    seen = []
+    while proc.poll() is None:
+        reader.refresh()
+        seen.append(len(reader.images()))
+        time.sleep(0.01)
+    assert proc.returncode == 0
+    reader.refresh()
+    seen.append(len(reader.images()))
+    assert seen == sorted(seen) and seen[-1] == 3 + 15 * 50
+    assert len(set(seen)) > 2  # it saw intermediate publishes, not just the start and the end
+
+
+def test_killed_writer_leaves_the_previous_store_and_the_next_writer_works(tmp_path, store_path):
+    proc = _spawn(tmp_path, store_path, 5, "hold")
+    for _ in range(5):
+        proc.stdout.readline()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with open_store(store_path) as s:
+        assert len(s.images()) == 3
+    with write_store(store_path) as w:  # lock released by the OS; stale staging discarded
+        w.put_images(_images(["after"]))
+    with open_store(store_path) as s:
+        assert len(s.images()) == 4
