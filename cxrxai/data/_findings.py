@@ -174,7 +174,7 @@ def pneumothorax(anat: Anatomy, rng, **plan) -> list[np.ndarray]:
     wall = cavity & ~cv2.erode(cavity.astype(np.uint8), np.ones((3, 3))).astype(bool)
     wall &= (v < 0.85) & (np.abs(u) > 0.2)
     dist = cv2.distanceTransform((~wall).astype(np.uint8), cv2.DIST_L2, 5)
-    rim = rng.uniform(0.05, 0.30) * anat.frame.half_width
+    rim = max(rng.uniform(0.05, 0.30) * anat.frame.half_width, 3.0)
     taper = np.clip(1.25 - 0.9 * v, 0.25, 1.25)  # air collects at the apex
     mask = lung & (dist < rim * taper) & (v < 0.95)
     mask = _largest_component(mask)

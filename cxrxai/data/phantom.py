@@ -292,8 +292,11 @@ def render(spec: CaseSpec, config: PhantomConfig) -> PhantomCase:
     for label in _DRAW_ORDER:
         if label not in spec.findings:
             continue
-        masks = DRAWERS[label](anat, rng, **plan.get(label, {}))
-        if not masks:
+        for _attempt in range(4):  # a draw can land nowhere (e.g. a thin rim in a small lung): draw again
+            masks = [m for m in DRAWERS[label](anat, rng, **plan.get(label, {})) if m.any()]
+            if masks:
+                break
+        else:
             raise DataError(f"{spec.image_id}: could not place {label}; report this seed ({spec.seed})")
         instances += [Instance(label, k, m) for k, m in enumerate(masks)]
         if label in ("Pneumothorax", "Effusion"):  # no parenchymal lesion inside air or fluid
