@@ -11,11 +11,11 @@ from collections.abc import Iterable
 __all__ = [
     "CxrxaiError",
     "DataError",
-    "ModelError",
-    "StoreError",
-    "SchemaVersionError",
     "ExplainerError",
     "MetricError",
+    "ModelError",
+    "SchemaVersionError",
+    "StoreError",
     "UnknownNameError",
     "allowed",
 ]

@@ -16,10 +16,10 @@ import math
 from .errors import DataError, UnknownNameError
 
 __all__ = [
+    "AGE_BINS",
+    "DEMO_LABELS",
     "FINDINGS",
     "NO_FINDING",
-    "DEMO_LABELS",
-    "AGE_BINS",
     "SEXES",
     "age_bin",
     "canonical_finding",
@@ -47,7 +47,7 @@ SEXES: tuple[str, ...] = ("M", "F")
 _ALIASES = {"Infiltrate": "Infiltration", "Pleural Effusion": "Effusion"}
 
 
-def age_bin(age: float | int | None) -> str | None:
+def age_bin(age: float | None) -> str | None:
     """Return the age bin of an age in years (``None`` when the age is missing).
 
     Bins are inclusive integer ranges on the floor of the age: 0–19 → "0-20", 20–39 → "20-40",

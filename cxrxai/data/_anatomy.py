@@ -25,7 +25,7 @@ import numpy as np
 
 from ._raster import Frame, ellipse_mask, fill_polygon, grid, polyline, smooth_noise, soften
 
-__all__ = ["Habitus", "Pose", "Anatomy", "sample_habitus", "sample_pose", "build_anatomy"]
+__all__ = ["Anatomy", "Habitus", "Pose", "build_anatomy", "sample_habitus", "sample_pose"]
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def _vessels(frame: Frame, lungs: np.ndarray, rng: np.random.Generator) -> np.nd
     start, direction = np.vstack(starts), np.vstack(dirs)
     width, length = 2.6 * scale, frame.half_width * 0.34
     canvas = np.zeros((frame.size, frame.size), np.uint8)
-    for depth in range(6):
+    for _generation in range(6):
         end = start + direction * length[:, None] if np.ndim(length) else start + direction * length
         value = int(255 * (0.025 + 0.05 * min(width / (2.6 * scale), 1.0)) / 0.075)
         p0, p1 = np.round(start * 16).astype(int), np.round(end * 16).astype(int)

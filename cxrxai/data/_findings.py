@@ -33,7 +33,7 @@ import numpy as np
 from ._anatomy import Anatomy
 from ._raster import fill_polygon, polyline, smooth_noise, soften
 
-__all__ = ["DRAWERS", "cardiomegaly_ctr", "atelectasis_volume_loss"]
+__all__ = ["DRAWERS", "atelectasis_volume_loss", "cardiomegaly_ctr"]
 
 Drawer = Callable[..., list[np.ndarray]]  # (anat, rng, **plan) -> instance masks
 

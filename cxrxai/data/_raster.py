@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["Frame", "fill_polygon", "polyline", "soften", "smooth_noise", "ellipse_mask", "grid"]
+__all__ = ["Frame", "ellipse_mask", "fill_polygon", "grid", "polyline", "smooth_noise", "soften"]
 
 
 class Frame:

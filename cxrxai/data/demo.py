@@ -24,7 +24,7 @@ from ..labels import DEMO_LABELS, NO_FINDING
 from .masks import encode_rle
 from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
 
-__all__ = ["GENERATOR_VERSION", "DemoData", "cache_key", "load_demo", "label_matrix", "SHORTCUT_READER"]
+__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_key", "label_matrix", "load_demo"]
 
 #: Bump when the phantom's pixels change for the same config (invalidates caches and stores).
 GENERATOR_VERSION = 1

@@ -11,7 +11,7 @@ from pycocotools import mask as coco_mask
 
 from ..errors import DataError
 
-__all__ = ["encode_rle", "decode_rle", "bounding_box", "box_mask"]
+__all__ = ["bounding_box", "box_mask", "decode_rle", "encode_rle"]
 
 
 def encode_rle(mask: np.ndarray) -> str:

@@ -25,7 +25,7 @@ import pandas as pd
 from ..errors import DataError
 from ..labels import AGE_BINS, FINDINGS, age_bin
 
-__all__ = ["derive", "load", "AGE_EDGES"]
+__all__ = ["AGE_EDGES", "derive", "load"]
 
 #: 5-year age histogram edges; the last bin is [95, 130].
 AGE_EDGES: tuple[int, ...] = tuple(range(0, 100, 5)) + (131,)
@@ -53,7 +53,7 @@ def derive(data_entry_csv: str | Path) -> dict:
         "source": {
             "file": path.name,
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "rows": int(len(df)),
+            "rows": len(df),
             "patients": int(df["Patient ID"].nunique()),
         },
         "findings_order": list(FINDINGS),

@@ -42,15 +42,15 @@ from ._anatomy import build_anatomy, sample_habitus, sample_pose
 from ._findings import DRAWERS, atelectasis_volume_loss, cardiomegaly_ctr
 
 __all__ = [
-    "PhantomConfig",
-    "Shortcut",
+    "SPLITS",
     "CaseSpec",
     "Instance",
     "PhantomCase",
-    "sample_cohort",
-    "render",
+    "PhantomConfig",
+    "Shortcut",
     "enrichment_weights",
-    "SPLITS",
+    "render",
+    "sample_cohort",
 ]
 
 SPLITS = ("train", "val", "test")

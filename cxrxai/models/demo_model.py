@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from .spec import ModelSpec
 from .thresholds import choose_threshold
 from .train import Progress, TrainConfig, train
 
-__all__ = ["DEMO_MODEL", "train_demo_model", "choose_thresholds"]
+__all__ = ["DEMO_MODEL", "choose_thresholds", "train_demo_model"]
 
 #: Name (and file stem under ``data_cache/models/``) of the default demo model.
 DEMO_MODEL = "demo-densenet121"
@@ -90,7 +90,7 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
         "thresholds_youden": {k: round(v[0], 6) for k, v in youden.items()},
         "test_auroc": test_auroc,
         "test_mean_auroc_findings": round(findings_mean, 4),
-        "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_minutes": round((time.monotonic() - started) / 60, 1),
         "device": f"{model.device.type} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
         "torch": torch.__version__,

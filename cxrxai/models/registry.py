@@ -18,7 +18,7 @@ import torchvision
 from ..errors import ModelError, UnknownNameError
 from .spec import ModelSpec
 
-__all__ = ["ARCHITECTURES", "build", "load", "save", "LoadedModel", "sha256"]
+__all__ = ["ARCHITECTURES", "LoadedModel", "build", "load", "save", "sha256"]
 
 
 def _densenet121(n: int) -> torch.nn.Module:
@@ -32,12 +32,17 @@ def _resnet(depth: int) -> Callable[[int], torch.nn.Module]:
     return make
 
 
+def _inception_v3(n: int) -> torch.nn.Module:
+    return torchvision.models.inception_v3(weights=None, num_classes=n, aux_logits=False, init_weights=True)
+
+
 #: arch key → (constructor taking the number of outputs, default Grad-CAM layer).
 ARCHITECTURES: dict[str, tuple[Callable[[int], torch.nn.Module], str]] = {
     "densenet121": (_densenet121, "features.norm5"),
     "resnet18": (_resnet(18), "layer4"),
     "resnet50": (_resnet(50), "layer4"),
     "resnet152": (_resnet(152), "layer4"),
+    "inception_v3": (_inception_v3, "Mixed_7c"),
 }
 
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..errors import DataError, ModelError, UnknownNameError
 
-__all__ = ["ModelSpec", "IMAGENET_MEAN", "IMAGENET_STD", "OUTPUTS", "preprocess"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "OUTPUTS", "ModelSpec", "preprocess"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

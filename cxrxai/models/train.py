@@ -30,7 +30,7 @@ from ..errors import DataError
 from .registry import LoadedModel, best_device, build
 from .spec import ModelSpec
 
-__all__ = ["TrainConfig", "train", "mean_auroc"]
+__all__ = ["TrainConfig", "mean_auroc", "train"]
 
 
 @dataclass(frozen=True)

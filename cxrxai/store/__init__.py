@@ -1,13 +1,15 @@
 """The DuckDB store: the only place in cxrxai with SQL.
 
->>> from cxrxai.store import open_store, write_store   # doctest: +SKIP
->>> with write_store("data_cache/demo.duckdb") as w:    # staging copy, published atomically
-...     w.put_images(df)
->>> store = open_store("data_cache/demo.duckdb")         # read-only, refresh() picks up new versions
+Usage::
+
+    from cxrxai.store import open_store, write_store
+    with write_store("data_cache/demo.duckdb") as w:    # staging copy, published atomically
+        w.put_images(df)
+    store = open_store("data_cache/demo.duckdb")         # read-only; refresh() picks up new versions
 """
 
 from ._queries import StoredMap
 from ._schema import SCHEMA_VERSION
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
-__all__ = ["Store", "StoreWriter", "StoredMap", "open_store", "write_store", "params_key", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "Store", "StoreWriter", "StoredMap", "open_store", "params_key", "write_store"]

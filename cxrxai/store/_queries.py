@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
-from ._schema import TABLES
+from ._schema import METRIC_TABLES, TABLES
 
 __all__ = ["Queries", "StoredMap"]
 
@@ -191,6 +191,21 @@ class Queries:
                 {where} ORDER BY p.image_id, p.label""",
             params,
         )
+
+    # ------------------------------------------------------------------ metric tables
+    def table(self, name: str, **filters) -> pd.DataFrame:
+        """Rows of a metric table, filtered by equality on any of its columns; empty if absent."""
+        if name not in METRIC_TABLES:
+            raise UnknownNameError("metric table", name, METRIC_TABLES)
+        if not self.has_table(name):
+            return pd.DataFrame()
+        cols = {r[0] for r in self._rows("SELECT column_name FROM information_schema.columns "
+                                         "WHERE table_catalog = current_database() AND table_name = ?", [name])}
+        unknown = set(filters) - cols
+        if unknown:
+            raise UnknownNameError("column", sorted(unknown)[0], sorted(cols))
+        where, params = _where(**filters)
+        return self._df(f"SELECT * FROM {name}{where}", params)
 
     # ------------------------------------------------------------------ maps
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,

@@ -7,7 +7,7 @@ read older ones as they are (a missing table reads as "not computed yet").
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA_VERSION", "MIGRATIONS", "TABLES"]
+__all__ = ["METRIC_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "TABLES"]
 
 _V1 = [
     """CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -17,7 +17,7 @@ _V1 = [
     """CREATE TABLE images (
         image_id VARCHAR PRIMARY KEY, dataset VARCHAR NOT NULL, path VARCHAR, generator_key VARCHAR,
         patient_id VARCHAR, sex VARCHAR, age DOUBLE, age_bin VARCHAR, view VARCHAR, split VARCHAR,
-        width INTEGER NOT NULL, height INTEGER NOT NULL)""",
+        width INTEGER, height INTEGER)""",
     """CREATE TABLE labels (
         image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, value TINYINT,
         PRIMARY KEY (image_id, label))""",
@@ -51,6 +51,46 @@ _V1 = [
         PRIMARY KEY (model_id, image_id, label, method, params_key))""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1}
+# Version 2: per-case metric tables (issue "metrics and statistics").
+_V2 = [
+    # One row per stored map × reference reader. Conventions: iou = true-positive slice (NaN unless
+    # both masks are non-empty); iou_full = FP/FN score 0; iou_gated = iou_full after the
+    # probability gate (mask emptied when prob < the label's threshold); hit = pointing game on the
+    # upsampled map; pla = the thesis's centre-of-best-cell hit on the native map.
+    """CREATE TABLE localization (
+        model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, method VARCHAR NOT NULL,
+        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
+        iou DOUBLE, iou_full DOUBLE, iou_gated DOUBLE, hit DOUBLE, pla DOUBLE, roc_auc DOUBLE, pr_auc DOUBLE,
+        ap DOUBLE, pred_area DOUBLE, gt_area DOUBLE,
+        PRIMARY KEY (model_id, image_id, label, method, params_key, reader))""",
+    """CREATE TABLE geometry (
+        image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, reader VARCHAR NOT NULL, dominant VARCHAR NOT NULL,
+        instances INTEGER, size DOUBLE, elongation DOUBLE, irrectangularity DOUBLE,
+        PRIMARY KEY (image_id, label, reader, dominant))""",
+    # kind: randomization (step = layer group, ssim to the original map), repeatability /
+    # reproducibility (other_model), threshold (degradation threshold of a method, image_id '*').
+    """CREATE TABLE trust (
+        model_id VARCHAR NOT NULL, method VARCHAR NOT NULL, kind VARCHAR NOT NULL, image_id VARCHAR NOT NULL,
+        label VARCHAR NOT NULL, step VARCHAR NOT NULL, step_index INTEGER, other_model VARCHAR NOT NULL,
+        data_range DOUBLE NOT NULL, ssim DOUBLE,
+        PRIMARY KEY (model_id, method, kind, image_id, label, step, other_model, data_range))""",
+    # Cases an adapter or a precompute left out, and why (file, row, message).
+    """CREATE TABLE problems (
+        dataset VARCHAR NOT NULL, stage VARCHAR NOT NULL, file VARCHAR, "row" INTEGER, image_id VARCHAR,
+        problem VARCHAR NOT NULL)""",
+    """CREATE TABLE fidelity (
+        model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, method VARCHAR NOT NULL,
+        params_key VARCHAR NOT NULL, region INTEGER, faithfulness DOUBLE,
+        audc_black DOUBLE, auic_black DOUBLE, audc_random_black DOUBLE, audc_mean DOUBLE, auic_mean DOUBLE,
+        audc_random_mean DOUBLE, audc_diff_black DOUBLE, audc_diff_mean DOUBLE, audc_diff_mean_normalized DOUBLE,
+        deletion_black FLOAT[], deletion_random_black FLOAT[], insertion_black FLOAT[],
+        deletion_mean FLOAT[], deletion_random_mean FLOAT[], insertion_mean FLOAT[],
+        PRIMARY KEY (model_id, image_id, label, method, params_key))""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
 SCHEMA_VERSION = max(MIGRATIONS)
-TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps")
+TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
+          "localization", "geometry", "trust", "fidelity", "problems")
+#: Tables filled by stages through the generic put_table / table methods.
+METRIC_TABLES = ("localization", "geometry", "trust", "fidelity", "problems")

@@ -22,7 +22,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -32,9 +32,9 @@ import pandas as pd
 from ..errors import SchemaVersionError, StoreError
 from ..models.spec import ModelSpec
 from ._queries import Queries
-from ._schema import MIGRATIONS, SCHEMA_VERSION
+from ._schema import METRIC_TABLES, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Store", "StoreWriter", "write_store", "open_store"]
+__all__ = ["Store", "StoreWriter", "open_store", "write_store"]
 
 
 def _quote(path: Path) -> str:
@@ -228,10 +228,22 @@ class StoreWriter(Queries):
         })
         return self._upsert("maps", df, list(df.columns))
 
+    def put_table(self, table: str, df: pd.DataFrame) -> int:
+        """Upsert rows into a metric table (localization, geometry, trust, fidelity)."""
+        if table not in METRIC_TABLES:
+            raise StoreError(f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}")
+        columns = [c for c in self._table_columns(table) if c in df.columns]
+        return self._upsert(table, df, columns)
+
+    def _table_columns(self, table: str) -> list[str]:
+        return [r[0] for r in self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [table]).fetchall()]
+
     # ------------------------------------------------------------------ publishing
     def publish(self) -> None:
         """Make everything written so far visible to readers, atomically."""
-        self.set_meta("built_at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self.set_meta("built_at", datetime.now(UTC).isoformat(timespec="seconds"))
         self._con.execute("CHECKPOINT")
         tmp = self.path.with_name(f"{self.path.name}.publish-{os.getpid()}")
         self._con.close()

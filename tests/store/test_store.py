@@ -84,9 +84,8 @@ def test_a_newer_schema_is_refused_with_a_clear_error(store_path):
     con.close()
     with pytest.raises(SchemaVersionError, match="newer"):
         open_store(store_path)
-    with pytest.raises(SchemaVersionError):
-        with write_store(store_path):
-            pass
+    with pytest.raises(SchemaVersionError), write_store(store_path):
+        pass
 
 
 def test_missing_store_says_how_to_build_one(tmp_path):
@@ -95,17 +94,14 @@ def test_missing_store_says_how_to_build_one(tmp_path):
 
 
 def test_a_second_writer_is_refused(store_path):
-    with write_store(store_path):
-        with pytest.raises(StoreError, match="another process"):
-            with write_store(store_path):
-                pass
+    with write_store(store_path), pytest.raises(StoreError, match="another process"), write_store(store_path):
+        pass
 
 
 def test_failed_write_leaves_the_published_store_intact(store_path):
-    with pytest.raises(RuntimeError):
-        with write_store(store_path) as w:
-            w.put_images(_images(["x1", "x2"]))
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), write_store(store_path) as w:
+        w.put_images(_images(["x1", "x2"]))
+        raise RuntimeError("boom")
     with open_store(store_path) as s:
         assert len(s.images()) == 3
     assert sorted(p.name for p in store_path.parent.iterdir()) == ["s.duckdb", "s.duckdb.lock"]
