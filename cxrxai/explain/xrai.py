@@ -1,0 +1,87 @@
+"""XRAI (Kapishnikov et al., "XRAI: Better Attributions Through Regions", ICCV 2019).
+
+Captum has no XRAI; this follows the paper:
+
+1. pixel attributions: Integrated Gradients averaged over a black and a white baseline,
+   summed over channels (computed by the caller and passed in);
+2. over-segmentation: Felzenszwalb–Huttenlocher segments of the image at several scales
+   (default 50, 100, 150, 250, 500, 1200; σ 0.8; minimum segment 150 px at 224², scaled to the
+   image), each segment dilated by a disk of radius 5 px so neighbouring regions overlap;
+3. greedy region ranking: repeatedly add the segment whose *not yet covered* pixels have the
+   highest mean attribution (attribution gain per pixel); those pixels take that gain as their
+   saliency. Pixels no segment covers get the lowest gain.
+
+The result ranks regions, so it is constant inside each added region. Overlaps are updated with
+one sparse matrix–vector product per step, so a 224² image with ~500 segments takes well under
+a second.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from skimage.morphology import dilation, disk
+from skimage.segmentation import felzenszwalb
+
+from ..errors import ExplainerError
+
+__all__ = ["DEFAULT_SCALES", "xrai_map", "xrai_segments"]
+
+DEFAULT_SCALES = (50, 100, 150, 250, 500, 1200)
+
+
+def xrai_segments(image: np.ndarray, *, scales=DEFAULT_SCALES, sigma: float = 0.8, min_size: int | None = None,
+                  dilation_radius: int = 5) -> list[np.ndarray]:
+    """Dilated Felzenszwalb segments of a (H, W) grey image in [0, 1], over all scales."""
+    img = np.asarray(image, np.float64)
+    if img.ndim != 2:
+        raise ExplainerError(f"XRAI segments a 2-D grey image, got shape {img.shape}")
+    h, w = img.shape
+    min_size = min_size if min_size is not None else max(1, int(round(150 * h * w / 224**2)))
+    footprint = disk(dilation_radius) if dilation_radius > 0 else None
+    masks = []
+    for scale in scales:
+        labels = felzenszwalb(img, scale=scale, sigma=sigma, min_size=min_size)
+        for lab in np.unique(labels):
+            m = labels == lab
+            masks.append(dilation(m, footprint) if footprint is not None else m)
+    return masks
+
+
+def xrai_map(attribution: np.ndarray, segments: list[np.ndarray]) -> np.ndarray:
+    """Greedy region ranking of ``attribution`` (H, W) over candidate ``segments`` (bool masks)."""
+    attr = np.asarray(attribution, np.float64)
+    if not segments:
+        raise ExplainerError("XRAI needs at least one segment")
+    if any(s.shape != attr.shape for s in segments):
+        raise ExplainerError("every XRAI segment must have the attribution's shape")
+    n_pix = attr.size
+    rows = np.concatenate([np.full(int(s.sum()), i) for i, s in enumerate(segments)])
+    cols = np.concatenate([np.flatnonzero(s) for s in segments])
+    member = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(segments), n_pix))
+    flat = attr.ravel()
+    total_sum = member @ flat
+    total_cnt = np.asarray(member.sum(axis=1)).ravel()
+    covered_sum = np.zeros(len(segments))
+    covered_cnt = np.zeros(len(segments))
+    alive = total_cnt > 0
+    covered = np.zeros(n_pix, bool)
+    out = np.full(n_pix, np.nan)
+    while alive.any() and not covered.all():
+        remaining = total_cnt - covered_cnt
+        alive &= remaining > 0
+        if not alive.any():
+            break
+        gain = np.where(alive, (total_sum - covered_sum) / np.maximum(remaining, 1), -np.inf)
+        best = int(np.argmax(gain))  # first maximum on ties: deterministic
+        new = member.getrow(best).indices
+        new = new[~covered[new]]
+        out[new] = gain[best]
+        covered[new] = True
+        v = np.zeros(n_pix)
+        v[new] = 1.0
+        covered_cnt += member @ v
+        covered_sum += member @ (v * flat)
+        alive[best] = False
+    floor = np.nanmin(out) if np.isfinite(out).any() else 0.0
+    return np.where(np.isnan(out), floor, out).reshape(attr.shape).astype(np.float32)
