@@ -1,0 +1,172 @@
+"""Subgroup performance (CheXclusion / Underdiagnosis, Seyyed-Kalantari et al. 2021; the thesis).
+
+:func:`subgroup_rates` takes the long prediction table (one row per image × label with
+``ground_truth`` 1/0, ``predicted`` 1/0 and ``prob``, plus demographic columns) and returns,
+per label and group: counts, TPR, FPR, FNR, PPV with confidence intervals, AUROC, and gaps.
+
+* Rates: TPR = TP / (TP + FN), FPR = FP / (FP + TN), FNR = 1 − TPR, PPV = TP / (TP + FP);
+  NaN when the denominator is 0 (never 0, unlike fairlearn's ``true_positive_rate``).
+* Intervals: Wilson (default) or a per-group percentile bootstrap (seeded); AUROC gets a
+  Hanley–McNeil interval (closed form, fast enough for every click).
+* ``n`` is reported with every rate; groups with fewer than ``min_n`` positives (for TPR/FNR)
+  or negatives (for FPR) are flagged ``small`` — shown, never silently dropped.
+* Gaps: ``gap_overall`` = group rate − the label's overall rate; ``gap_median`` = group rate −
+  the median over the groups (CheXclusion's age gap); for a two-group attribute ``gap_other``
+  = rate − the other group's rate (CheXclusion's sex gap).
+* Underdiagnosis (:func:`underdiagnosis`): for the No Finding label, FPR = sick patients called
+  healthy, FNR = healthy patients called sick, with #NNF / #PNF, rounded as the published CSVs.
+* Missing demographics form no group (they are excluded from that grouping and counted in
+  ``n_missing``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+
+from ..errors import MetricError, UnknownNameError
+from ..labels import NO_FINDING
+from ..stats import wilson_ci
+
+__all__ = ["CI_METHODS", "RATES", "metric_by_group", "subgroup_rates", "underdiagnosis"]
+
+CI_METHODS = ("wilson", "bootstrap")
+RATES = ("tpr", "fpr", "fnr", "ppv")
+_NEEDED = ("label", "ground_truth", "predicted")
+
+
+def _check(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    missing = [c for c in (*_NEEDED, *by) if c not in table.columns]
+    if missing:
+        raise MetricError(f"the prediction table lacks columns {missing}; it has {list(table.columns)}")
+    t = table.dropna(subset=["ground_truth", "predicted"])
+    if not t["ground_truth"].isin((0, 1)).all() or not t["predicted"].isin((0, 1)).all():
+        raise MetricError("ground_truth and predicted must be 0/1")
+    return t
+
+
+def _hanley_mcneil(auc: float, n_pos: int, n_neg: int) -> tuple[float, float]:
+    if not np.isfinite(auc) or n_pos == 0 or n_neg == 0:
+        return float("nan"), float("nan")
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    se = np.sqrt(max(auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2), 0) / (n_pos * n_neg))
+    return float(max(0.0, auc - 1.96 * se)), float(min(1.0, auc + 1.96 * se))
+
+
+def _rates(y: np.ndarray, p: np.ndarray, prob: np.ndarray | None, ci: str, n_boot: int, rng) -> dict:
+    tp, fn = int(((y == 1) & (p == 1)).sum()), int(((y == 1) & (p == 0)).sum())
+    fp, tn = int(((y == 0) & (p == 1)).sum()), int(((y == 0) & (p == 0)).sum())
+    out = {"n": len(y), "n_pos": tp + fn, "n_neg": fp + tn, "tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    parts = {"tpr": (tp, tp + fn), "fpr": (fp, fp + tn), "fnr": (fn, tp + fn), "ppv": (tp, tp + fp)}
+    for name, (k, n) in parts.items():
+        out[name] = k / n if n else float("nan")
+        if ci == "wilson":
+            out[f"{name}_lower"], out[f"{name}_upper"] = wilson_ci(k, n)
+    if ci == "bootstrap":
+        reps = {name: [] for name in parts}
+        for _ in range(n_boot):
+            idx = rng.integers(0, len(y), len(y))
+            yb, pb = y[idx], p[idx]
+            for name, num, den in (("tpr", (yb == 1) & (pb == 1), yb == 1), ("fpr", (yb == 0) & (pb == 1), yb == 0),
+                                   ("fnr", (yb == 1) & (pb == 0), yb == 1), ("ppv", (yb == 1) & (pb == 1), pb == 1)):
+                d = den.sum()
+                reps[name].append(num.sum() / d if d else np.nan)
+        for name, r in reps.items():
+            r = np.asarray(r, float)
+            r = r[np.isfinite(r)]
+            lo, hi = (np.percentile(r, [2.5, 97.5]) if len(r) else (np.nan, np.nan))
+            out[f"{name}_lower"], out[f"{name}_upper"] = float(lo), float(hi)
+    if prob is not None:
+        auc = float(roc_auc_score(y, prob)) if 0 < y.sum() < len(y) else float("nan")
+        out["auroc"] = auc
+        out["auroc_lower"], out["auroc_upper"] = _hanley_mcneil(auc, tp + fn, fp + tn)
+    return out
+
+
+def subgroup_rates(table: pd.DataFrame, by: str | list[str] | None = None, *, labels=None, ci: str = "wilson",
+                   n_boot: int = 1000, seed: int = 0, min_n: int = 10) -> pd.DataFrame:
+    """Rates per label for each group of ``by`` (e.g. "sex", "age_bin", ["sex", "age_bin"]).
+
+    ``by=None`` gives the overall rows only. The result has one row per (label, group) with the
+    group columns, counts, rates, CIs, AUROC, ``small`` and the gaps (see the module docstring).
+    """
+    if ci not in CI_METHODS:
+        raise UnknownNameError("confidence interval method", ci, CI_METHODS)
+    by = [] if by is None else [by] if isinstance(by, str) else list(by)
+    t = _check(table, by)
+    if labels is not None:
+        unknown = set(labels) - set(t["label"].unique())
+        if unknown:
+            raise UnknownNameError("label", sorted(unknown)[0], sorted(t["label"].unique()))
+        t = t[t["label"].isin(labels)]
+    rng = np.random.default_rng(seed)
+    has_prob = "prob" in t.columns
+    rows = []
+    for label, lab in t.groupby("label", sort=True):
+        overall = _rates(lab["ground_truth"].to_numpy(int), lab["predicted"].to_numpy(int),
+                         lab["prob"].to_numpy(float) if has_prob else None, ci, n_boot, rng)
+        if not by:
+            rows.append({"label": label, **overall})
+            continue
+        known = lab.dropna(subset=by)
+        group_rows = []
+        for key, g in known.groupby(by, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            r = _rates(g["ground_truth"].to_numpy(int), g["predicted"].to_numpy(int),
+                       g["prob"].to_numpy(float) if has_prob else None, ci, n_boot, rng)
+            group_rows.append({"label": label, **dict(zip(by, key)), **r, "n_missing": len(lab) - len(known)})
+        for name in RATES:
+            vals = np.array([r[name] for r in group_rows], float)
+            med = float(np.nanmedian(vals)) if np.isfinite(vals).any() else float("nan")
+            for r in group_rows:
+                r[f"{name}_gap_overall"] = r[name] - overall[name]
+                r[f"{name}_gap_median"] = r[name] - med
+                if len(group_rows) == 2:
+                    other = next(o for o in group_rows if o is not r)
+                    r[f"{name}_gap_other"] = r[name] - other[name]
+        for r in group_rows:
+            r["small"] = bool(min(r["n_pos"], r["n_neg"]) < min_n)
+        rows += group_rows
+    return pd.DataFrame(rows)
+
+
+def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_FINDING, decimals: int | None = 3,
+                   **kwargs) -> pd.DataFrame:
+    """No Finding FPR (underdiagnosis) and FNR (overdiagnosis) per group, with #NNF and #PNF.
+
+    FPR = |predicted NF ∧ NF = 0| / |NF = 0| (sick patients called healthy); FNR = |not predicted
+    NF ∧ NF = 1| / |NF = 1|. ``decimals=3`` rounds as the Underdiagnosis repository's CSVs.
+    """
+    rates = subgroup_rates(table, by, labels=[label], **kwargs)
+    keep = [c for c in ([by] if isinstance(by, str) else list(by))] + ["n_neg", "n_pos", "fpr", "fpr_lower", "fpr_upper",
+                                                                       "fnr", "fnr_lower", "fnr_upper", "small"]
+    out = rates[keep].rename(columns={"n_neg": "n_NNF", "n_pos": "n_PNF"})
+    if decimals is not None:
+        for c in ("fpr", "fnr"):
+            out[c] = out[c].round(decimals)
+    return out
+
+
+def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, label: str = "label", n_boot: int = 1000,
+                    seed: int = 0, min_n: int = 5) -> pd.DataFrame:
+    """Mean of a per-case explanation metric (AUC, IoU, hit) per label and group, with a seeded
+    percentile bootstrap CI and n (the thesis's Fig. 5). NaN cases are excluded and counted."""
+    by = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in (label, metric, *by) if c not in cases.columns]
+    if missing:
+        raise MetricError(f"the case table lacks columns {missing}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, g in cases.dropna(subset=by).groupby([label, *by], sort=True):
+        v = g[metric].to_numpy(float)
+        v = v[np.isfinite(v)]
+        if len(v):
+            boots = v[rng.integers(0, len(v), (n_boot, len(v)))].mean(axis=1)
+            lo, hi = np.percentile(boots, [2.5, 97.5])
+        else:
+            lo = hi = np.nan
+        rows.append({**dict(zip([label, *by], key)), "n": len(v), "n_nan": int(len(g) - len(v)),
+                     "mean": float(v.mean()) if len(v) else np.nan, "lower": float(lo), "upper": float(hi),
+                     "small": len(v) < min_n})
+    return pd.DataFrame(rows)

@@ -1,0 +1,166 @@
+"""Precompute stages that need the model again: trust (Arun et al.) and fidelity (the thesis).
+
+Both run on a small deterministic sample of positive test cases (the costs are tens of forward
+passes per map); :class:`TrustPlan` and :class:`FidelityPlan` say how many.
+
+Trust maps follow Arun et al.'s greyscale: input-resolution map (CAMs upsampled bilinearly),
+Σ|·| over channels, clipped at the 99th percentile, min–max; SSIM is stored at both
+``data_range`` 1.0 (correct for [0, 1] maps) and 2.0 (what their scikit-image version used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..explain import explain
+from ..explain._common import baseline_tensor
+from ..explain.postprocess import positive, upsample
+from ..explain.stage import native_map, positive_pairs
+from ..models.registry import LoadedModel
+from ..models.spec import preprocess
+from . import fidelity, trust
+
+__all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_stage", "trust_map", "trust_stage"]
+
+#: Integrated Gradients as Arun et al. test it; it triples the demo's trust stage on a CPU, so only
+#: the full build (``cxrxai demo --full``) adds it to the default methods.
+TRUST_IG = ("ig", (("steps", 16), ("reduce", "abs_sum")))
+
+
+@dataclass(frozen=True)
+class TrustPlan:
+    images: int = 6
+    methods: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = (
+        ("gradcam", ()), ("saliency", (("reduce", "abs_sum"),)), ("guided_backprop", (("reduce", "abs_sum"),)),
+    )
+    data_ranges: tuple[float, ...] = (1.0, 2.0)
+    pairs: int = 50
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class FidelityPlan:
+    cases: int = 2
+    methods: tuple[str, ...] = ("gradcam",)
+    region: int = 32
+    iterations: int = 200
+    subset: int = 1024
+    seed: int = 0
+
+
+def _sample(ctx, n: int, seed: int) -> pd.DataFrame:
+    pairs = positive_pairs(ctx.writer, ctx.dataset, "test", ctx.model.spec.labels)
+    first = pairs.groupby("image_id", sort=True).head(1)
+    return first.sample(n=min(n, len(first)), random_state=seed).sort_values("image_id")
+
+
+def trust_map(model: LoadedModel, x: torch.Tensor, target: int, method: str, params: dict) -> np.ndarray:
+    """Arun et al.'s normalised map at input resolution (see the module docstring)."""
+    m = explain(model, x, target, method, **params)
+    if m.shape != tuple(x.shape[-2:]):
+        m = upsample(positive(m), tuple(x.shape[-2:]))
+    return trust.arun_normalize(np.abs(m))
+
+
+def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
+    """Cascading randomization, degradation thresholds, repeatability and reproducibility."""
+    model, mid = ctx.model, ctx.model.spec.name
+    have = ctx.writer.table("trust", model_id=mid)
+    others = [o for o in ctx.options.get("trust_models", [])
+              if have.empty or o.spec.name not in set(have.other_model)]
+    randomized = not have.empty and (have.kind == "randomization").any()
+    if randomized and not others:
+        return {"skipped": True}
+    cases = _sample(ctx, plan.images, plan.seed)
+    x = preprocess(np.asarray(ctx.load_images(cases.image_id.tolist())), model.spec).to(model.device)
+    targets = [model.spec.label_index(lab) for lab in cases.label]
+    rows = []
+
+    def add(method, kind, i, step, step_index, other, a, b):
+        for dr in plan.data_ranges:
+            rows.append({"model_id": mid, "method": method, "kind": kind, "image_id": cases.image_id.iloc[i],
+                         "label": cases.label.iloc[i], "step": step, "step_index": step_index, "other_model": other,
+                         "data_range": dr, "ssim": trust.ssim(a, b, data_range=dr)})
+
+    originals = {method: [trust_map(model, x[i:i + 1], t, method, dict(params)) for i, t in enumerate(targets)]
+                 for method, params in plan.methods}
+    steps = [] if randomized else list(trust.randomization_steps(model.module, seed=plan.seed))
+    if steps:
+        for method in originals:
+            for dr in plan.data_ranges:
+                thr = trust.degradation_threshold(originals[method], n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
+                rows.append({"model_id": mid, "method": method, "kind": "threshold", "image_id": "*", "label": "*",
+                             "step": "original", "step_index": 0, "other_model": "", "data_range": dr, "ssim": thr})
+    for k, (step, module) in enumerate(steps):
+        randomized_model = LoadedModel(module, model.spec, model.device)
+        for method, params in plan.methods:
+            for i, t in enumerate(targets):
+                m = originals[method][i] if k == 0 else trust_map(randomized_model, x[i:i + 1], t, method, dict(params))
+                add(method, "randomization", i, step, k, "", m, originals[method][i])
+        ctx.progress("cascading randomization", k + 1, len(steps))
+    for other in others:
+        kind = "repeatability" if other.spec.arch == model.spec.arch else "reproducibility"
+        xo = preprocess(np.asarray(ctx.load_images(cases.image_id.tolist())), other.spec).to(other.device)
+        for method, params in plan.methods:
+            p = dict(params)
+            if method in ("gradcam", "gradcam++"):
+                p["layer"] = other.spec.cam_layer
+            for i, lab in enumerate(cases.label):
+                m = trust_map(other, xo[i:i + 1], other.spec.label_index(lab), method, p)
+                if m.shape != originals[method][i].shape:
+                    m = upsample(m, originals[method][i].shape)
+                add(method, kind, i, "original", 0, other.spec.name, m, originals[method][i])
+    ctx.writer.put_table("trust", pd.DataFrame(rows))
+    return {"images": len(cases), "steps": len(steps), "other_models": [o.spec.name for o in others]}
+
+
+def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
+    """Faithfulness correlation and deletion/insertion curves (black and mean-image fills)."""
+    model, mid = ctx.model, ctx.model.spec.name
+    done = ctx.writer.table("fidelity", model_id=mid)
+    have = set(zip(done.image_id, done.label, done.method)) if not done.empty else set()
+    index = ctx.writer.map_index(model_id=mid)
+    index = index[index.method.isin(plan.methods)]
+    cases = _sample(ctx, plan.cases, plan.seed)
+    chosen = index.merge(cases, on=["image_id", "label"])
+    chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
+    if chosen.empty:
+        return {"computed": 0}
+    test_ids = ctx.writer.images(dataset=ctx.dataset, split="test").image_id.tolist()
+    mean_img = np.asarray(ctx.load_images(test_ids), np.float64).mean(0)
+    fills = {"black": None, "mean": preprocess((mean_img / 255.0).astype(np.float32), model.spec).to(model.device)}
+    rows = []
+    for k, r in enumerate(chosen.itertuples(index=False)):
+        x = preprocess(np.asarray(ctx.load_images([r.image_id])), model.spec).to(model.device)
+        fills["black"] = baseline_tensor("black", x, model.spec)
+        t = model.spec.label_index(r.label)
+        stored = ctx.writer.get_map(mid, r.image_id, r.label, r.method, r.params_key)
+        attr = upsample(positive(native_map(stored)), tuple(x.shape[-2:]))
+
+        def score(batch, t=t):
+            return torch.sigmoid(model.module(batch.contiguous(memory_format=torch.channels_last)))[:, t]
+
+        row = {"model_id": mid, "image_id": r.image_id, "label": r.label, "method": r.method,
+               "params_key": r.params_key, "region": plan.region,
+               "faithfulness": fidelity.faithfulness_correlation(score, x, attr, fills["black"],
+                                                                 iterations=plan.iterations, subset=plan.subset,
+                                                                 seed=plan.seed)}
+        for name, fill in fills.items():
+            xs, deletion = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region)
+            _, random_del = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region, order="random",
+                                                        seed=plan.seed)
+            _, insertion = fidelity.perturbation_curve(score, x, attr, fill, mode="insertion", region=plan.region)
+            row.update({f"audc_{name}": fidelity.curve_area(xs, deletion), f"auic_{name}": fidelity.curve_area(xs, insertion),
+                        f"audc_random_{name}": fidelity.curve_area(xs, random_del),
+                        f"audc_diff_{name}": fidelity.audc_diff(deletion, random_del, xs),
+                        f"deletion_{name}": deletion, f"deletion_random_{name}": random_del, f"insertion_{name}": insertion})
+        row["audc_diff_mean_normalized"] = fidelity.normalized_audc_diff(row["audc_diff_mean"], row["deletion_mean"],
+                                                                         row["deletion_black"])
+        rows.append(row)
+        ctx.progress("fidelity curves", k + 1, len(chosen))
+    ctx.writer.put_table("fidelity", pd.DataFrame(rows))
+    return {"computed": len(rows)}

@@ -1,0 +1,240 @@
+"""The papers' tables, computed from a store (``python -m cxrxai report NAME``; the app's pages).
+
+Every report is ``fn(store, model_id, **options) -> DataFrame``; :data:`REPORTS` lists them
+with the table or figure each reproduces. Conventions are options, defaulting to the paper's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+from .errors import StoreError, UnknownNameError
+from .labels import NO_FINDING
+from .metrics import fairness, trust
+from .store import Store
+from .summaries import model_performance
+
+__all__ = ["REPORTS", "Report", "localization_cases", "run_report"]
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str
+    reproduces: str
+    fn: Callable[..., pd.DataFrame]
+
+
+def _need(df: pd.DataFrame, what: str, command: str = "python -m cxrxai demo") -> pd.DataFrame:
+    if df.empty:
+        raise StoreError(f"the store has no {what} yet; fill it with `{command}`")
+    return df
+
+
+def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice_: str = "true_positive",
+                       method: str | None = None) -> pd.DataFrame:
+    """Per-case localization rows joined with demographics, parameters and geometry.
+
+    ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
+    thesis's TP cases), ``positive`` (ground truth positive: Saporta's true-positive slice of
+    segmentations), or ``all``.
+    """
+    loc = _need(store.table("localization", model_id=model_id, reader=reader), "localization metrics")
+    if method is not None:
+        loc = loc[loc.method == method]
+    if slice_ == "true_positive":
+        loc = loc[loc.gt_positive & (loc.predicted == True)]  # noqa: E712 — nullable: NA counts as not predicted
+    elif slice_ == "positive":
+        loc = loc[loc.gt_positive]
+    elif slice_ != "all":
+        raise UnknownNameError("slice", slice_, ("true_positive", "positive", "all"))
+    imgs = store.images(image_ids=loc.image_id.unique())[["image_id", "sex", "age", "age_bin", "split"]]
+    return loc.merge(imgs, on="image_id", how="left")
+
+
+def _method_name(method: str, params_key: str) -> str:
+    if method != "occlusion":
+        return method
+    p = json.loads(params_key)
+    return f"occlusion {p['patch']}/{p['stride']}"
+
+
+def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
+    """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n."""
+    cases = localization_cases(store, model_id, slice_=slice_)
+    cases = cases[~cases.method.str.startswith("baseline:")]
+    cases = cases.assign(explainer=[_method_name(m, k) for m, k in zip(cases.method, cases.params_key)])
+    g = cases.groupby(["explainer", "label"])
+    return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"),
+                 hit=("hit", "mean"), auc=("roc_auc", "mean"), auc_sd=("roc_auc", "std")).reset_index()
+
+
+def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive") -> pd.DataFrame:
+    """Thesis Fig. 3 / Table S4: per patch/stride — grid, seconds per map, IoU/PLA/AUC with CIs."""
+    idx = _need(store.map_index(model_id=model_id, method="occlusion"), "occlusion maps")
+    cases = localization_cases(store, model_id, slice_=slice_, method="occlusion")
+    rows = []
+    for key, g in idx.groupby("params_key"):
+        p = json.loads(key)
+        c = cases[cases.params_key == key]
+        row = {"patch": p["patch"], "stride": p["stride"], "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}",
+               "maps": len(g), "seconds_mean": float(g["seconds"].mean()), "cases_scored": len(c)}
+        for metric in ("iou", "pla", "roc_auc"):
+            v = c[metric].to_numpy(float)
+            v = v[np.isfinite(v)]
+            if len(v) > 1:
+                b = stats.bootstrap_table(pd.DataFrame({metric: v}), n_boot=1000).iloc[0]
+                row.update({metric: float(v.mean()), f"{metric}_lower": b["lower"], f"{metric}_upper": b["upper"]})
+            else:
+                row.update({metric: float(v.mean()) if len(v) else np.nan})
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["patch", "stride"], ascending=False).reset_index(drop=True)
+
+
+def localization_summary(store: Store, model_id: str, *, metric: str = "iou", reader: str = "gt",
+                         method: str = "gradcam", n_boot: int = 1000) -> pd.DataFrame:
+    """Saporta Fig. 2: per finding, mIoU or hit rate with bootstrap 95 % CI (cases resampled
+    jointly across findings), on the slice of ground-truth-positive cases."""
+    cases = localization_cases(store, model_id, reader=reader, slice_="positive", method=method)
+    wide = cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
+    return stats.bootstrap_table(wide, n_boot=n_boot).rename(columns={"name": "label"})
+
+
+def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method: str = "gradcam",
+                    benchmark_reader: str | None = None, n_boot: int = 1000) -> pd.DataFrame:
+    """Saporta Fig. 2 / Supplementary Tables 4–5: % decrease from a second reader to the method."""
+    loc = store.table("localization", model_id=model_id)
+    readers = sorted(m[len("reader:"):] for m in loc.get("method", pd.Series(dtype=str)).unique() if m.startswith("reader:"))
+    hb = benchmark_reader or (readers[0] if readers else None)
+    if hb is None:
+        raise StoreError("the store has no second reader (human benchmark); import one with a dataset that has it "
+                         "(e.g. CheXlocalize's hb_annotations_test.json)")
+    method_cases = localization_cases(store, model_id, slice_="positive", method=method)
+    hb_cases = localization_cases(store, model_id, slice_="positive", method=f"reader:{hb}")
+    pred = method_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
+    bench = hb_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
+    return stats.percentage_decrease(bench, pred, n_boot=n_boot)
+
+
+def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
+                 split: str = "test") -> pd.DataFrame:
+    """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n."""
+    table = _need(store.prediction_table(model_id, split=split), "predictions")
+    table = table[table.label != NO_FINDING]
+    return fairness.subgroup_rates(table, by, ci=ci)
+
+
+def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str = "test") -> pd.DataFrame:
+    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group."""
+    table = _need(store.prediction_table(model_id, split=split), "predictions")
+    return fairness.underdiagnosis(table, by)
+
+
+def explanation_auc_by_subgroup(store: Store, model_id: str, *, by: str = "sex", method: str = "occlusion",
+                                metric: str = "roc_auc") -> pd.DataFrame:
+    """Thesis Fig. 5: explanation AUC (or IoU, hit) of true positives per finding and subgroup."""
+    cases = localization_cases(store, model_id, slice_="true_positive", method=method)
+    return fairness.metric_by_group(cases, metric, by)
+
+
+def geometry_regressions(store: Store, model_id: str, *, method: str = "gradcam", normalize: str = "minmax",
+                         dominant: str = "most_points", benchmark_reader: str | None = None) -> pd.DataFrame:
+    """Saporta Table 1: IoU and hit ~ each geometric feature (pooled findings, positive slice),
+    Bonferroni k = 4; with a second reader also the (benchmark − method) differences."""
+    geo = _need(store.table("geometry", reader="gt", dominant=dominant), "geometric features")
+    cases = localization_cases(store, model_id, slice_="positive", method=method)
+    feats = ["instances", "size", "elongation", "irrectangularity"]
+    df = cases.merge(geo[["image_id", "label", *feats]], on=["image_id", "label"])
+    outcomes = ["iou", "hit"]
+    loc = store.table("localization", model_id=model_id)
+    readers = sorted(m for m in loc.method.unique() if m.startswith("reader:"))
+    hb = f"reader:{benchmark_reader}" if benchmark_reader else (readers[0] if readers else None)
+    if hb is not None:
+        bench = loc[loc.method == hb][["image_id", "label", "iou", "hit"]].rename(columns={"iou": "hb_iou", "hit": "hb_hit"})
+        df = df.merge(bench, on=["image_id", "label"], how="left")
+        df["iou_diff"], df["hit_diff"] = df.hb_iou - df.iou, df.hb_hit - df.hit
+        outcomes += ["iou_diff", "hit_diff"]
+    return pd.concat([stats.feature_regressions(df, y, feats, normalize=normalize) for y in outcomes], ignore_index=True)
+
+
+def confidence_regressions(store: Store, model_id: str, *, method: str = "gradcam", metric: str = "iou_gated"
+                           ) -> pd.DataFrame:
+    """Saporta Table 2: IoU (full dataset, probability-gated by default) ~ model probability,
+    per finding and pooled, with Spearman ρ and Fisher-z CI."""
+    cases = localization_cases(store, model_id, slice_="all", method=method)
+    return stats.confidence_regressions(cases, metric)
+
+
+def trust_table(store: Store, model_id: str, *, data_range: float = 1.0, alpha: float = 0.005) -> pd.DataFrame:
+    """Arun et al. Table 2: PASS/FAIL for utility (AUPRC vs average mask), randomization,
+    repeatability and reproducibility, with the means and p-values behind each verdict."""
+    t = _need(store.table("trust", model_id=model_id), "trust scores")
+    t = t[t.data_range == data_range]
+    thresholds = t[t.kind == "threshold"].set_index("method")["ssim"]
+    last = t[t.kind == "randomization"].step_index.max()
+    rand = t[(t.kind == "randomization") & (t.step_index == last)]
+    rows = [pd.DataFrame({"method": rand.method, "criterion": "randomization", "value": rand.ssim,
+                          "baseline": rand.method.map(thresholds)})]
+    for kind in ("repeatability", "reproducibility"):
+        k = t[t.kind == kind]
+        rows.append(pd.DataFrame({"method": k.method, "criterion": kind, "value": k.ssim, "baseline": 0.5}))
+    loc = store.table("localization", model_id=model_id, reader="gt")
+    if not loc.empty:
+        loc = loc[loc.gt_positive]
+        avg = loc[loc.method == "baseline:average_mask"].set_index(["image_id", "label"])["pr_auc"]
+        for method in rand.method.unique():
+            m = loc[loc.method == method].set_index(["image_id", "label"])["pr_auc"]
+            both = pd.concat({"v": m, "b": avg}, axis=1).dropna()
+            rows.append(pd.DataFrame({"method": method, "criterion": "utility", "value": both.v, "baseline": both.b}))
+    return trust.pass_fail(pd.concat(rows, ignore_index=True), alpha=alpha)
+
+
+def randomization_curves(store: Store, model_id: str, *, data_range: float = 1.0) -> pd.DataFrame:
+    """Mean SSIM to the original map per method and randomization step (Arun Fig. 3)."""
+    t = _need(store.table("trust", model_id=model_id), "trust scores")
+    t = t[(t.kind == "randomization") & (t.data_range == data_range)]
+    return (t.groupby(["method", "step_index", "step"]).ssim.agg(["mean", "std", "count"]).reset_index()
+            .sort_values(["method", "step_index"]))
+
+
+def fidelity_summary(store: Store, model_id: str) -> pd.DataFrame:
+    """Thesis §2.4: faithfulness, AUDC/AUIC and AUDCdiff (black, mean image, normalised) per method."""
+    f = _need(store.table("fidelity", model_id=model_id), "fidelity curves")
+    cols = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean", "audc_diff_mean",
+            "audc_diff_mean_normalized"]
+    out = f.groupby("method")[cols].mean().reset_index()
+    out.insert(1, "cases", f.groupby("method").size().to_numpy())
+    return out
+
+
+def performance(store: Store, model_id: str, *, split: str = "test") -> pd.DataFrame:
+    """AUROC per label with bootstrap CI, TPR/FPR at the stored thresholds."""
+    return model_performance(store, model_id, split=split)
+
+
+REPORTS: dict[str, Report] = {r.name: r for r in [
+    Report("performance", "AUROC per label with 95% CI (model card)", performance),
+    Report("explainers", "thesis Table 1: explainer × finding IoU / PLA / AUC", explainer_table),
+    Report("occlusion-sweep", "thesis Fig. 3 and Table S4: occlusion patch/stride sweep with timings", occlusion_sweep),
+    Report("localization", "Saporta Fig. 2: mIoU / hit rate per finding with bootstrap CI", localization_summary),
+    Report("human-benchmark", "Saporta Fig. 2, Suppl. Tables 4-5: % decrease vs a second reader", human_benchmark),
+    Report("subgroup-tpr", "thesis Fig. 2: TPR per finding by sex / age bin", subgroup_tpr),
+    Report("underdiagnosis", "Seyyed-Kalantari et al.: No Finding FPR / FNR by group", underdiagnosis),
+    Report("explanation-auc-subgroups", "thesis Fig. 5: explanation AUC by subgroup", explanation_auc_by_subgroup),
+    Report("geometry", "Saporta Table 1: localization ~ lesion geometry (OLS, Bonferroni)", geometry_regressions),
+    Report("confidence", "Saporta Table 2: localization ~ model confidence (OLS + Spearman)", confidence_regressions),
+    Report("trust", "Arun et al. Table 2: PASS/FAIL", trust_table),
+    Report("randomization", "Arun et al. Fig. 3: SSIM along cascading randomization", randomization_curves),
+    Report("fidelity", "thesis §2.4: faithfulness, deletion / insertion, AUDCdiff", fidelity_summary),
+]}
+
+
+def run_report(store: Store, name: str, model_id: str, **options) -> pd.DataFrame:
+    if name not in REPORTS:
+        raise UnknownNameError("report", name, REPORTS)
+    return REPORTS[name].fn(store, model_id, **options)

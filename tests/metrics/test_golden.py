@@ -1,0 +1,137 @@
+"""Golden values from published files (provenance: tests/fixtures/README.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.data.masks import decode_rle
+from cxrxai.metrics import geometry
+from cxrxai.metrics.fairness import underdiagnosis
+from cxrxai.metrics.localization import iou, otsu_mask, pointing_game
+
+FIX = Path(__file__).parents[1] / "fixtures"
+CHEX = FIX / "chexlocalize"
+
+
+@pytest.fixture(scope="module")
+def chex():
+    maps = dict(np.load(CHEX / "maps.npz"))
+    meta = json.loads((CHEX / "maps.json").read_text())
+    seg_pred = json.loads((CHEX / "gradcam_segmentations_val_sample.json").read_text())
+    seg_gt = json.loads((CHEX / "gt_segmentations_val.json").read_text())
+    ann = json.loads((CHEX / "gt_annotations_val.json").read_text())
+    return maps, meta, seg_pred, seg_gt, ann
+
+
+def _decode(rle: dict) -> np.ndarray:
+    h, w = rle["size"]
+    return decode_rle(rle["counts"], h, w)
+
+
+def _size(meta, key):
+    w, h = meta[key]["cxr_dims_wh"]
+    return h, w
+
+
+def test_otsu_pipeline_reproduces_the_authors_segmentations(chex):
+    maps, meta, seg_pred, _, _ = chex
+    exact, off = 0, {}
+    for key, m in maps.items():
+        cxr, task = key.split("|")
+        ours = otsu_mask(m, _size(meta, key))
+        theirs = _decode(seg_pred[cxr][task])
+        diff = int((ours != theirs).sum())
+        if diff == 0:
+            exact += 1
+        else:
+            off[key] = diff
+    assert exact == 19, off
+    assert off == {"patient64541_study1_view1_frontal|Pneumothorax": 1}
+
+
+@pytest.mark.parametrize("cxr,task,expected_iou,expected_hit", [
+    ("patient64541_study1_view1_frontal", "Cardiomegaly", 0.36621, 1.0),
+    ("patient64541_study1_view1_frontal", "Enlarged Cardiomediastinum", 0.46235, 1.0),
+    ("patient64541_study1_view1_frontal", "Airspace Opacity", 0.0, 0.0),
+    ("patient64542_study1_view1_frontal", "Support Devices", 0.03329, 0.0),
+])
+def test_iou_and_hit_as_chexlocalize(chex, cxr, task, expected_iou, expected_hit):
+    maps, meta, _, seg_gt, _ = chex
+    key = f"{cxr}|{task}"
+    gt = _decode(seg_gt[cxr][task])
+    assert iou(otsu_mask(maps[key], gt.shape), gt) == pytest.approx(expected_iou, abs=5e-6)
+    assert pointing_game(maps[key], gt) == expected_hit
+
+
+def test_negative_labels_score_nan_on_the_true_positive_slice(chex):
+    maps, meta, _, seg_gt, _ = chex
+    cxr = "patient64542_study1_view1_frontal"
+    gt = _decode(seg_gt[cxr]["Cardiomegaly"])
+    assert not gt.any()
+    assert np.isnan(iou(otsu_mask(maps[f"{cxr}|Cardiomegaly"], gt.shape), gt))
+    assert np.isnan(pointing_game(maps[f"{cxr}|Cardiomegaly"], gt))
+    assert iou(otsu_mask(maps[f"{cxr}|Cardiomegaly"], gt.shape), gt, convention="full") == 0.0
+
+
+@pytest.mark.parametrize("cxr,task,expected", [
+    ("patient64541_study1_view1_frontal", "Cardiomegaly", (1, 0.13216, 1.2218, 0.287)),
+    ("patient64541_study1_view1_frontal", "Airspace Opacity", (1, 0.02485, 1.3388, 0.257)),
+    ("patient64541_study1_view1_frontal", "Enlarged Cardiomediastinum", (2, 0.14666, 1.0896, 0.3584)),
+    ("patient64542_study1_view1_frontal", "Support Devices", (1, 0.01159, 2.3353, 0.9246)),
+])
+def test_geometric_features_as_chexlocalize(chex, cxr, task, expected):
+    _, _, _, seg_gt, ann = chex
+    f = geometry.features(_decode(seg_gt[cxr][task]), instances=len(ann[cxr][task]))
+    got = (f["instances"], f["size"], f["elongation"], f["irrectangularity"])
+    assert got[0] == expected[0]
+    assert got[1:] == pytest.approx(expected[1:], abs=1e-3)
+
+
+def _underdiagnosis_table() -> pd.DataFrame:
+    xrv = pytest.importorskip("torchxrayvision")
+    meta = pd.read_csv(Path(xrv.__file__).parent / "data" / "Data_Entry_2017_v2020.csv.gz",
+                       usecols=["Image Index", "Patient Age", "Patient Gender"])
+    truth = pd.read_csv(FIX / "underdiagnosis_nih" / "True.csv.gz")
+    preds = pd.read_csv(FIX / "underdiagnosis_nih" / "preds.csv.gz")
+    thr = pd.read_csv(FIX / "underdiagnosis_nih" / "Threshold.csv").set_index("label")["bestthr"]
+    df = truth[["path", "No Finding"]].merge(preds[["path", "prob_No Finding"]], on="path")
+    df = df.merge(meta, left_on="path", right_on="Image Index", how="left")
+    from cxrxai.labels import age_bin
+
+    return pd.DataFrame({
+        "image_id": df["path"], "label": "No Finding", "ground_truth": df["No Finding"].astype(int),
+        "prob": df["prob_No Finding"], "predicted": (df["prob_No Finding"] >= thr["No Finding"]).astype(int),
+        "sex": df["Patient Gender"], "age_bin": df["Patient Age"].map(age_bin),
+    })
+
+
+def test_no_finding_fpr_fnr_by_sex_reproduce_the_published_file():
+    table = _underdiagnosis_table()
+    assert len(table) == 6373 and table["sex"].notna().all()
+    ours = underdiagnosis(table, "sex").set_index("sex")
+    published = pd.read_csv(FIX / "underdiagnosis_nih" / "FPRFNR_NF_sex.csv")
+    for s in ("M", "F"):
+        assert ours.loc[s, "n_NNF"] == published[f"#NNF_{s}"].iloc[0]
+        assert ours.loc[s, "n_PNF"] == published[f"#PNF_{s}"].iloc[0]
+        assert ours.loc[s, "fpr"] == published[f"FPR_{s}"].iloc[0]
+        assert ours.loc[s, "fnr"] == published[f"FNR_{s}"].iloc[0]
+
+
+def test_no_finding_by_age_with_the_2020_metadata():
+    """The age files were made with the 2017 ages; the 2020 revision moves some images between
+    bins, so per-bin counts shift while the totals, and the unchanged 80+ bin, agree exactly."""
+    ours = underdiagnosis(_underdiagnosis_table(), "age_bin").set_index("age_bin")
+    pub = pd.read_csv(FIX / "underdiagnosis_nih" / "FPRFNR_NF_age.csv").iloc[0]
+    bins = {"0-20": "0-20", "20-40": "20-40", "40-60": "40-60", "60-80": "60-80", "80+": "80-"}
+    assert ours["n_NNF"].sum() == sum(pub[f"#NNF_{c}"] for c in bins.values()) == 2865
+    assert ours["n_PNF"].sum() == sum(pub[f"#PNF_{c}"] for c in bins.values()) == 3508
+    assert ours.loc["80+", ["n_NNF", "n_PNF", "fpr", "fnr"]].tolist() == [37, 21, 0.622, 0.095]
+    assert ours.loc["0-20", ["n_NNF", "n_PNF", "fpr", "fnr"]].tolist() == [149, 226, 0.423, 0.062]
+    for ours_bin, col in bins.items():
+        assert ours.loc[ours_bin, "fpr"] == pytest.approx(pub[f"FPR_{col}"], abs=0.02)
+        assert ours.loc[ours_bin, "fnr"] == pytest.approx(pub[f"FNR_{col}"], abs=0.02)
