@@ -1,0 +1,26 @@
+"""Dataset adapters: each reads a published dataset's files and returns the one case schema
+(:class:`DatasetTables`). ``load_dataset(kind, root, **options)`` dispatches by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import UnknownNameError
+from ._base import DatasetTables
+from .chexpert import load_chexpert
+from .folder import load_folder
+from .nih import load_nih
+from .rsna import load_rsna
+from .siim import decode_siim_rle, load_siim
+from .vindr import load_vindr
+
+__all__ = ["ADAPTERS", "DatasetTables", "decode_siim_rle", "load_dataset"]
+
+ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
+            "folder": load_folder}
+
+
+def load_dataset(kind: str, root: str | Path, **options) -> DatasetTables:
+    if kind not in ADAPTERS:
+        raise UnknownNameError("dataset", kind, ADAPTERS)
+    return ADAPTERS[kind](root, **options)

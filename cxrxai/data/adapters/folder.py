@@ -1,0 +1,81 @@
+"""Any folder of radiographs plus a CSV.
+
+The CSV needs ``path`` (relative to ``root``); optional ``image_id`` (default: the path),
+``patient_id``, ``sex``, ``age``, ``view``, ``split``. Labels are either one 0/1 column per label
+(name them with ``labels=``) or a ``labels`` column of "|"-separated names. Boxes may come from
+a second CSV with ``image_id`` (or ``path``), ``label``, ``x``, ``y``, ``w``, ``h`` in pixels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import DataError
+from ._base import (
+    DatasetTables,
+    Problems,
+    clean_age,
+    clean_sex,
+    escaping,
+    long_labels,
+    patient_split,
+    read_csv,
+    require,
+    with_age_bins,
+)
+
+__all__ = ["load_folder"]
+
+
+def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | None = None, boxes_csv: str | Path | None = None,
+                name: str = "folder", seed: int = 0, strict: bool = False) -> DatasetTables:
+    root = Path(root)
+    df = read_csv(csv)
+    require(df, ["path"], csv)
+    problems = Problems(strict)
+    ids = df["image_id"].astype(str) if "image_id" in df else df["path"].astype(str)
+    for i in np.flatnonzero(escaping(df["path"])):
+        problems.add(csv, int(i) + 2, ids.iloc[i], f"path {df['path'].iloc[i]!r} escapes the dataset root {root}")
+    if labels is None:
+        if "labels" not in df:
+            raise DataError(f"{Path(csv).name}: give labels= (0/1 columns) or a 'labels' column of '|'-separated names")
+        names = sorted({lab for s in df["labels"].dropna().astype(str) for lab in s.split("|") if lab})
+        matrix = np.array([[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")])
+    else:
+        require(df, labels, csv)
+        names = list(labels)
+        values = df[names].apply(pd.to_numeric, errors="coerce")
+        bad = ~values.isin([0, 1]) & values.notna()
+        for i, j in zip(*np.nonzero(bad.to_numpy())):
+            problems.add(csv, int(i) + 2, ids.iloc[i], f"label {names[j]} = {df[names[j]].iloc[i]!r}; allowed 0, 1 or blank")
+        matrix = values.where(~bad).to_numpy(float)
+    patients = df["patient_id"].astype(str) if "patient_id" in df else ids
+    images = pd.DataFrame({
+        "image_id": ids, "path": df["path"].astype(str), "patient_id": patients,
+        "sex": clean_sex(df["sex"]) if "sex" in df else None,
+        "age": clean_age(df["age"], csv, problems, ids) if "age" in df else np.nan,
+        "view": df["view"] if "view" in df else None,
+        "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
+        "width": np.nan, "height": np.nan,
+    })
+    annotations = pd.DataFrame()
+    if boxes_csv:
+        b = read_csv(boxes_csv)
+        key = "image_id" if "image_id" in b else "path"
+        require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
+        bad = (b.w <= 0) | (b.h <= 0) | (b.x < 0) | (b.y < 0) | ~b[key].astype(str).isin(set(ids))
+        for i in b.index[bad]:
+            problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), "box with no area, outside the image, or of an unknown image",
+                         action="annotation skipped")
+        b = b[~bad]
+        annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
+                                    "x": b.x, "y": b.y, "w": b.w, "h": b.h})
+        annotations["instance"] = annotations.groupby(["image_id", "label"]).cumcount()
+    keep = ~images.image_id.isin(problems.skipped())
+    return DatasetTables(name=name, source=f"folder {root}", root=root, label_names=names,
+                         images=with_age_bins(images[keep].reset_index(drop=True)),
+                         labels=long_labels(images.image_id[keep], matrix[keep.to_numpy()], names),
+                         annotations=annotations, problems=problems.frame())

@@ -1,0 +1,76 @@
+"""Decode a dataset's images once, in parallel worker processes, into a resized uint8 cache.
+
+Each image is read (PNG/JPEG/DICOM, :func:`~cxrxai.data.io.read_image`), its original size
+recorded, and resized to the model's input size (area interpolation) into one
+``(N, S, S)`` memory-mapped array, so every later stage reads pixels without touching the
+disk's originals again. An image that cannot be read is reported (id and reason) and left out;
+the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..errors import DataError
+from .io import read_image
+
+__all__ = ["DecodedImages", "decode_images"]
+
+
+@dataclass
+class DecodedImages:
+    image_ids: list[str]  # the ones that decoded, in cache row order
+    pixels: np.ndarray  # (N, S, S) uint8 memmap
+    sizes: dict[str, tuple[int, int]]  # original (height, width)
+    failures: list[tuple[str, str]]  # (image_id, reason)
+
+    def loader(self) -> Callable[[list[str]], np.ndarray]:
+        row = {i: k for k, i in enumerate(self.image_ids)}
+        return lambda ids: self.pixels[[row[i] for i in ids]]
+
+
+def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, str | None]:
+    image_id, path, size = args
+    try:
+        img = read_image(path)
+    except DataError as err:
+        return image_id, None, None, str(err)
+    return image_id, cv2.resize(img, (size, size), interpolation=cv2.INTER_AREA), img.shape, None
+
+
+def decode_images(root: str | Path, items: list[tuple[str, str]], size: int, cache_dir: str | Path, *,
+                  workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> DecodedImages:
+    """Decode ``items`` = [(image_id, path relative to root)] to ``size`` px (cached by content key)."""
+    root = Path(root)
+    key = hashlib.sha256(f"{root.resolve()}|{size}|{items!r}".encode()).hexdigest()[:16]
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    out_path = cache_dir / f"decoded-{key}.npy"
+    tmp = cache_dir / f"decoded-{key}.tmp{os.getpid()}.npy"
+    pixels = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(items), size, size))
+    ok, sizes, failures = [], {}, []
+    workers = workers or min(8, os.cpu_count() or 1)
+    jobs = [(i, str(root / p), size) for i, p in items]
+    with ProcessPoolExecutor(workers) as pool:
+        for n, (image_id, img, shape, err) in enumerate(pool.map(_decode_one, jobs, chunksize=16)):
+            if err is not None:
+                failures.append((image_id, err))
+            else:
+                pixels[len(ok)] = img
+                ok.append(image_id)
+                sizes[image_id] = shape
+            if progress:
+                progress(n + 1, len(items))
+    pixels.flush()
+    del pixels
+    os.replace(tmp, out_path)
+    full = np.load(out_path, mmap_mode="r")
+    return DecodedImages(ok, full[: len(ok)], sizes, failures)

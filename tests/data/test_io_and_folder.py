@@ -1,0 +1,152 @@
+"""Image reading (PNG/JPEG/DICOM) and the generic folder adapter, with bad input by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.data.adapters import load_dataset
+from cxrxai.data.io import read_dicom, read_image
+from cxrxai.errors import DataError
+
+FIX = Path(__file__).parents[1] / "fixtures" / "chexlocalize"
+
+
+def _dicom(path: Path, pixels: np.ndarray, *, photometric="MONOCHROME2", slope=1.0, intercept=0.0, window=None,
+           with_pixels=True):
+    from pydicom.dataset import FileDataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.1"
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = FileDataset(str(path), {}, file_meta=meta, preamble=b"\0" * 128)
+    ds.Rows, ds.Columns = pixels.shape
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, photometric
+    ds.BitsAllocated = ds.BitsStored = 16
+    ds.HighBit, ds.PixelRepresentation = 15, 0
+    ds.RescaleSlope, ds.RescaleIntercept = slope, intercept
+    if window:
+        ds.WindowCenter, ds.WindowWidth = window
+    if with_pixels:
+        ds.PixelData = pixels.astype(np.uint16).tobytes()
+    ds.save_as(str(path), enforce_file_format=True)
+    return path
+
+
+def test_png_8_and_16_bit(tmp_path):
+    img = np.tile(np.arange(0, 256, 16, dtype=np.uint8), (16, 1))
+    cv2.imwrite(str(tmp_path / "a.png"), img)
+    cv2.imwrite(str(tmp_path / "b.png"), img.astype(np.uint16) * 257)
+    assert np.array_equal(read_image(tmp_path / "a.png"), img)
+    assert np.array_equal(read_image(tmp_path / "b.png"), img)
+
+
+def test_jpeg_real_radiograph_is_grey_and_full_size():
+    img = read_image(FIX / "valid/patient64541/study1/view1_frontal.jpg")
+    assert img.dtype == np.uint8 and img.shape == (2320, 2828)
+
+
+def test_dicom_monochrome1_is_inverted_and_rescaled(tmp_path):
+    ramp = np.tile(np.arange(0, 1600, 100, dtype=np.uint16), (16, 1))
+    m2 = read_dicom(_dicom(tmp_path / "m2.dcm", ramp))
+    m1 = read_dicom(_dicom(tmp_path / "m1.dcm", ramp, photometric="MONOCHROME1"))
+    assert m2[0, 0] == 0 and m2[0, -1] == 255
+    assert np.array_equal(m1, 255 - m2)
+    scaled = read_dicom(_dicom(tmp_path / "s.dcm", ramp, slope=2.0, intercept=-1000.0))
+    assert np.array_equal(scaled, m2)  # a linear modality LUT then full-range scaling changes nothing
+    windowed = read_dicom(_dicom(tmp_path / "w.dcm", ramp, window=(500, 400)))
+    assert windowed[0, 0] == 0 and windowed[0, -1] == 255 and (windowed == 0).sum() > (m2 == 0).sum()
+
+
+def test_dicom_without_pixel_data_is_refused(tmp_path):
+    with pytest.raises(DataError, match="no pixel data"):
+        read_dicom(_dicom(tmp_path / "empty.dcm", np.zeros((8, 8)), with_pixels=False))
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 20), "not a readable"),
+    (lambda p: cv2.imwrite(str(p), np.dstack([np.zeros((16, 16)), np.full((16, 16), 200), np.zeros((16, 16))])), "colour"),
+    (lambda p: cv2.imwrite(str(p), np.zeros((4, 9000), np.uint8)), "refused"),
+])
+def test_bad_images_are_refused_with_the_file_named(tmp_path, make, match):
+    path = tmp_path / "bad.png"
+    make(path)
+    with pytest.raises(DataError, match=match) as err:
+        read_image(path)
+    assert "bad.png" in str(err.value)
+
+
+def test_truncated_jpeg_is_refused(tmp_path):
+    data = (FIX / "valid/patient64542/study1/view1_frontal.jpg").read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(data[:400])
+    with pytest.raises(DataError):
+        read_image(tmp_path / "cut.jpg")
+
+
+def _folder(tmp_path: Path) -> Path:
+    (tmp_path / "imgs").mkdir()
+    for i in range(4):
+        cv2.imwrite(str(tmp_path / "imgs" / f"{i}.png"), np.full((32, 32), 40 * i, np.uint8))
+    pd.DataFrame({
+        "path": ["imgs/0.png", "imgs/1.png", "imgs/2.png", "../escape.png", "imgs/3.png"],
+        "patient_id": ["a", "a", "b", "c", "d"], "sex": ["F", "M", "female", "M", None], "age": [30, 61, 150, 40, None],
+        "Mass": [1, 0, 0, 1, 2], "Nodule": [0, 1, None, 0, 0],
+    }).to_csv(tmp_path / "cases.csv", index=False)
+    pd.DataFrame({"path": ["imgs/0.png", "imgs/1.png"], "label": ["Mass", "Mass"], "x": [2, 3], "y": [2, 3],
+                  "w": [5, -1], "h": [5, 4]}).to_csv(tmp_path / "boxes.csv", index=False)
+    return tmp_path
+
+
+def test_folder_adapter_reports_each_bad_row_and_keeps_the_rest(tmp_path):
+    root = _folder(tmp_path)
+    t = load_dataset("folder", root, csv=root / "cases.csv", labels=["Mass", "Nodule"], boxes_csv=root / "boxes.csv")
+    problems = t.problems.set_index("row")["problem"]
+    assert "absurd age" in problems[4] and "escapes" in problems[5] and "allowed 0, 1" in problems[6]
+    assert "no area" in t.problems[t.problems.file.str.endswith("boxes.csv")]["problem"].iloc[0]
+    # a bad path or label drops the image, an absurd age only the age, a bad box only the box
+    assert t.images.image_id.tolist() == ["imgs/0.png", "imgs/1.png", "imgs/2.png"]
+    assert t.images.sex.tolist() == ["F", "M", "F"] and np.isnan(t.images.age.iloc[2])
+    assert problems[4].endswith("age set to missing") and problems[5].endswith("image skipped")
+    assert len(t.annotations) == 1
+    assert t.labels.set_index(["image_id", "label"]).loc[("imgs/1.png", "Nodule"), "value"] == 1
+
+
+def test_strict_mode_raises_on_the_first_problem_with_file_and_row(tmp_path):
+    root = _folder(tmp_path)  # paths are checked before ages
+    with pytest.raises(DataError, match=r"cases.csv, row 5: path '../escape.png' escapes"):
+        load_dataset("folder", root, csv=root / "cases.csv", labels=["Mass", "Nodule"], strict=True)
+
+
+def test_missing_column_names_the_file(tmp_path):
+    pd.DataFrame({"file": ["x.png"]}).to_csv(tmp_path / "c.csv", index=False)
+    with pytest.raises(DataError, match=r"c.csv: missing column\(s\) \['path'\]"):
+        load_dataset("folder", tmp_path, csv=tmp_path / "c.csv", labels=[])
+
+
+def test_chexlocalize_sample_polygons_match_their_masks_and_the_anatomy():
+    t = load_dataset("chexpert", FIX, files=["valid.csv"], chexlocalize=FIX)
+    assert set(t.images.image_id) == {"patient64541_study1_view1_frontal", "patient64542_study1_view1_frontal"}
+    from cxrxai.data.cases import case_masks
+    from cxrxai.data.masks import decode_rle
+
+    gt = json.loads((FIX / "gt_segmentations_val.json").read_text())
+    for cxr in gt:
+        h, w = t.images.set_index("image_id").loc[cxr, ["height", "width"]]
+        masks = case_masks(t.annotations[t.annotations.image_id == cxr], int(h), int(w))
+        for task, rle in gt[cxr].items():
+            label = "Lung Opacity" if task == "Airspace Opacity" else task
+            theirs = decode_rle(rle["counts"], *rle["size"])
+            ours = masks.get((label, "gt"), np.zeros_like(theirs))
+            assert (ours != theirs).sum() <= 0.01 * max(theirs.sum(), 1), (cxr, task)
+    # On the non-square image the heart mask sits over the bright mediastinum, not shifted off it.
+    img = read_image(FIX / "valid/patient64541/study1/view1_frontal.jpg")
+    heart = case_masks(t.annotations[t.annotations.image_id == "patient64541_study1_view1_frontal"], *img.shape)[
+        ("Cardiomegaly", "gt")]
+    assert heart.shape == img.shape and img[heart].mean() > img.mean() + 20
