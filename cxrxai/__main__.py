@@ -1,0 +1,7 @@
+"""``python -m cxrxai``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

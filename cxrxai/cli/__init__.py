@@ -1,0 +1,128 @@
+"""``python -m cxrxai <command>``: the command line (the only layer that prints).
+
+Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
+``_data`` (precompute, import-predictions, info, export); each registers itself here.
+
+Every command has ``--help``. Library errors (:class:`~cxrxai.errors.CxrxaiError`) end the
+command with their message and exit status 2; nothing else is caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import paths
+from ..errors import CxrxaiError
+
+__all__ = ["COMMANDS", "main"]
+
+#: command name → (help line, add-arguments function, run function). Later layers add theirs.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def command(name: str, help_: str, add: Callable[[argparse.ArgumentParser], None]):
+    def register(run: Callable[[argparse.Namespace], int]):
+        COMMANDS[name] = (help_, add, run)
+        return run
+
+    return register
+
+
+class Bars:
+    """tqdm bars keyed by task name, fed by the library's ``progress(task, done, total)``."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        self._tqdm, self._bars = tqdm, {}
+
+    def __call__(self, task: str, done: int, total: int) -> None:
+        bar = self._bars.get(task)
+        if bar is None or bar.total != total:
+            if bar is not None:
+                bar.close()
+            bar = self._bars[task] = self._tqdm(total=total, desc=task, unit="it", dynamic_ncols=True)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()
+
+
+def _phantom_config(args):
+    from ..data.phantom import PhantomConfig
+
+    kwargs = {}
+    if getattr(args, "n_images", None):
+        kwargs["n_images"] = args.n_images
+    if getattr(args, "size", None):
+        kwargs["size"] = args.size
+    return PhantomConfig(**kwargs)
+
+
+def _schedule(text: str) -> tuple[tuple[int, int], ...]:
+    try:
+        return tuple((int(r), int(e)) for r, e in (part.split(":") for part in text.split(",")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"schedule {text!r} must look like '128:6,224:3' (resolution:epochs)") from None
+
+
+def _param(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"parameter {text!r} must look like name=value (e.g. patch=32)")
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _add_phantom(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--n-images", type=int, default=None, help="phantom cohort size (default 4300)")
+    p.add_argument("--size", type=int, default=None, help="phantom image side in pixels (default 224)")
+
+
+def _load_model(name: str | None, store=None):
+    from ..models.registry import load
+
+    if name is None:
+        if store is None:
+            return load(paths.demo_model_path())
+        row = store.models().set_index("model_id").loc[_only_model(store)]
+        return load(row["weights_path"])
+    path = Path(name)
+    return load(path if path.suffix == ".pt" or path.exists() else paths.models_dir() / f"{name}.pt")
+
+
+def _only_model(store) -> str:
+    """The store's model with predictions, when there is exactly one."""
+    ids = [m for m in store.models().get("model_id", []) if store.predicted_image_ids(m)]
+    if len(ids) != 1:
+        raise CxrxaiError(f"the store has models with predictions {ids}; choose one with --model")
+    return str(ids[0])
+
+
+# --------------------------------------------------------------------------- entry
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import _data, _demo, _maps  # noqa: F401 — each module registers its commands
+    parser = argparse.ArgumentParser(prog="python -m cxrxai", description="Audit chest X-ray classifiers.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_, add, _) in COMMANDS.items():
+        add(sub.add_parser(name, help=help_, description=help_))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command][2](args)
+    except CxrxaiError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,175 @@
+"""Commands about data: precompute, import-predictions, info, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .. import paths
+from ..errors import CxrxaiError
+from . import Bars, _only_model, _param, command
+
+# --------------------------------------------------------------------------- real data
+
+def _add_dataset(p: argparse.ArgumentParser) -> None:
+    from ..data.adapters import ADAPTERS
+
+    p.add_argument("--dataset", required=True, choices=sorted(ADAPTERS), help="published layout of --root")
+    p.add_argument("--root", type=Path, required=True, help="the dataset folder as downloaded")
+    p.add_argument("--data-option", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="adapter option, repeatable: nih split=alternative, data_entry=FILE, bbox_list=FILE; chexpert "
+                        "uncertain=ones, chexlocalize=DIR; siim read_headers=true; rsna headers_csv=FILE; vindr "
+                        "label_rule=majority; folder csv=FILE labels=[...] boxes_csv=FILE")
+    p.add_argument("--store", type=Path, required=True, help="store to write")
+    p.add_argument("--fresh", action="store_true", help="start the store from scratch")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")
+
+
+def _tables(args):
+    from ..data.adapters import load_dataset
+
+    return load_dataset(args.dataset, args.root, strict=args.strict, **dict(args.data_option))
+
+
+def _model_spec_arg(text: str):
+    """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON]."""
+    from ..models.external import load_checkpoint, load_xrv
+    from ..models.registry import load
+
+    if text.startswith("xrv:"):
+        weights, _, cache = text[4:].partition("@")
+        return load_xrv(weights, cache_dir=cache or paths.data_cache() / "xrv"), None
+    from ..models.registry import ARCHITECTURES
+
+    arch, sep, rest = text.partition(":")
+    if sep and arch in ARCHITECTURES:
+        ckpt, _, labels = rest.partition(":")
+        names = json.loads(Path(labels).read_text()) if labels else None
+        return load_checkpoint(ckpt, arch=arch, labels=names), ckpt
+    return load(text), text
+
+
+def _add_precompute(p: argparse.ArgumentParser) -> None:
+    _add_dataset(p)
+    p.add_argument("--model", required=True,
+                   help="weights.pt (with its .json), ARCH:CHECKPOINT[:LABELS.json] (densenet121, resnet50, resnet152, "
+                        "inception_v3), or xrv:WEIGHT_NAME[@CACHE_DIR]")
+    p.add_argument("--explainers", default="gradcam,gradcam++", help="comma-separated explainers")
+    p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
+    p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
+    p.add_argument("--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)")
+
+
+@command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
+def _precompute(args) -> int:
+    from ..pipeline import build_dataset, dataset_stages
+
+    tables = _tables(args)
+    model, weights = _model_spec_arg(args.model)
+    split = None if args.split == "all" else args.split
+    bars = Bars()
+    report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars,
+                           stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
+                                                 split=split or "test"),
+                           cache_dir=paths.data_cache() / "decoded", fresh=args.fresh, model_path=weights)
+    bars.close()
+    print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+def _add_import(p: argparse.ArgumentParser) -> None:
+    _add_dataset(p)
+    p.add_argument("--predictions", type=Path, required=True, help="CSV with an id column and prob_<label> columns")
+    p.add_argument("--id-column", default=None, help="id column of --predictions (default: its first column)")
+    p.add_argument("--thresholds", type=Path, default=None,
+                   help="CSV of per-label thresholds: label + threshold (or bestthr) columns")
+    p.add_argument("--name", default="imported", help="model id for these predictions")
+
+
+@command("import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import)
+def _import(args) -> int:
+    import pandas as pd
+
+    from ..errors import DataError
+    from ..pipeline import import_predictions
+
+    tables = _tables(args)
+    preds = pd.read_csv(args.predictions)
+    id_column = args.id_column or preds.columns[0]
+    thresholds = None
+    if args.thresholds:
+        t = pd.read_csv(args.thresholds)
+        col = next((c for c in ("threshold", "bestthr") if c in t), None)
+        if "label" not in t or col is None:
+            raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns")
+        thresholds = dict(zip(t["label"], t[col]))
+    report = import_predictions(args.store, tables, preds, model_name=args.name, id_column=id_column,
+                                thresholds=thresholds, fresh=args.fresh)
+    print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+# --------------------------------------------------------------------------- info / export
+
+def _add_info(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, default=None, help="store to describe (default data_cache/demo.duckdb)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+@command("info", "what a store holds: counts per table, datasets, models, labels, explainers", _add_info)
+def _info(args) -> int:
+    from ..store import open_store
+
+    with open_store(args.store or paths.demo_store()) as store:
+        info = store.info()
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+        return 0
+    print(f"store      {args.store or paths.demo_store()} (schema v{info['schema_version']}, built {info['built_at']})")
+    print("tables     " + ", ".join(f"{k} {v:,}" for k, v in info["counts"].items()))
+    print("datasets   " + (", ".join(f"{d['dataset']} ({d['source']})" for d in info["datasets"]) or "none"))
+    print("models     " + (", ".join(f"{m['model_id']} ({m['arch']})" for m in info["models"]) or "none"))
+    print("labels     " + (", ".join(info["labels"]) or "none"))
+    print("explainers " + (", ".join(info["explainers"]) or "none"))
+    return 0
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", choices=["predictions", "table", "segmentations", "maps"],
+                   help="predictions → CSV; table NAME → CSV; segmentations → CheXlocalize JSON; maps → .npz")
+    p.add_argument("name", nargs="?", help="for 'table': images, labels, thresholds, localization, geometry, trust, "
+                                           "fidelity, problems")
+    p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
+    p.add_argument("--out", type=Path, required=True, help="file to write")
+    p.add_argument("--model", default=None, help="model id (default: the store's only model)")
+    p.add_argument("--split", default=None, help="only this split (predictions)")
+    p.add_argument("--method", default="gradcam", help="explainer (segmentations, maps)")
+
+
+@command("export", "export store contents: predictions / tables (CSV), segmentations (CheXlocalize JSON), maps (.npz)",
+         _add_export)
+def _export(args) -> int:
+    from ..exports import export_maps, export_segmentations, export_table
+    from ..store import open_store
+
+    with open_store(args.store or paths.demo_store()) as store:
+        if args.what == "table":
+            if not args.name:
+                raise CxrxaiError("export table needs a table name, e.g. `export table localization --out loc.csv`")
+            n = export_table(store, args.name, args.out)
+            print(json.dumps({"rows": n, "table": args.name, "out": str(args.out)}))
+            return 0
+        model_id = args.model or _only_model(store)
+        if args.what == "predictions":
+            table = store.prediction_table(model_id, split=args.split)
+            cols = ["image_id", "split", "sex", "age", "label", "prob", "threshold", "ground_truth"]
+            table[cols].rename(columns={"prob": "probability"}).to_csv(args.out, index=False)
+            print(json.dumps({"rows": len(table), "model": model_id, "out": str(args.out)}))
+        elif args.what == "segmentations":
+            n = export_segmentations(store, model_id, args.method, args.out)
+            print(json.dumps({"cxrs": n, "model": model_id, "method": args.method, "out": str(args.out)}))
+        else:
+            n = export_maps(store, model_id, args.method, args.out)
+            print(json.dumps({"maps": n, "model": model_id, "method": args.method, "out": str(args.out)}))
+    return 0

@@ -1,0 +1,134 @@
+"""Commands of the demo world: train, demo, phantom."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .. import paths
+from ..errors import CxrxaiError
+from ..models.train import TrainConfig
+from . import Bars, _add_phantom, _phantom_config, _schedule, command
+
+# --------------------------------------------------------------------------- train
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default="demo-densenet121", help="model name = weights file stem")
+    p.add_argument("--arch", default="densenet121", help="architecture (densenet121, resnet18, resnet50, resnet152)")
+    p.add_argument("--seed", type=int, default=0, help="seed for initialisation, batches and augmentation")
+    p.add_argument("--schedule", type=_schedule, default=TrainConfig().schedule,
+                   help="progressive resizing as resolution:epochs pairs (default 128:5,224:3)")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop early after this many minutes")
+    p.add_argument("--batch-size", type=int, default=32)
+    _add_phantom(p)
+    p.add_argument("--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)")
+    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+
+
+@command("train", "train a demo model from scratch on the phantom training split", _add_train)
+def _train(args) -> int:
+    from ..models.demo_model import train_demo_model
+
+    bars = Bars()
+    tc = TrainConfig(arch=args.arch, seed=args.seed, schedule=args.schedule, max_minutes=args.max_minutes,
+                     batch_size=args.batch_size)
+
+    def on_step(p):
+        bars("train", p.step, p.total_steps)
+        if p.val_auroc is not None:
+            print(f"epoch {p.epoch} @{p.resolution}px: loss {p.loss:.4f}, val mean AUROC {p.val_auroc:.4f}", file=sys.stderr)
+
+    model, path = train_demo_model(
+        name=args.name, config=_phantom_config(args), train_config=tc,
+        models_dir=args.models_dir or paths.models_dir(), data_dir=args.data_dir or paths.demo_data_dir(),
+        progress=on_step, render_progress=lambda d, n: bars("render phantoms", d, n))
+    bars.close()
+    card = model.spec.card
+    print(json.dumps({"weights": str(path), "test_auroc": {k: v["auroc"] for k, v in card["test_auroc"].items()},
+                      "test_mean_auroc_findings": card["test_mean_auroc_findings"],
+                      "thresholds": model.spec.thresholds, "wall_minutes": card["wall_minutes"]}, indent=1))
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+
+def _add_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, default=None, help="store to build (default data_cache/demo.duckdb)")
+    p.add_argument("--model", type=Path, default=None, help="weights file (default data_cache/models/demo-densenet121.pt)")
+    p.add_argument("--train", action="store_true", help="train the demo model first (about an hour on 2 CPU cores)")
+    p.add_argument("--fresh", action="store_true", help="start the store from scratch instead of resuming")
+    p.add_argument("--recompute-predictions", action="store_true",
+                   help="predict every image instead of using the verified cache shipped with the weights")
+    p.add_argument("--full", action="store_true",
+                   help="compute IG, GradientSHAP and occlusion for every positive test case, not a sample "
+                        "(hours on a 2-core CPU, minutes on a GPU)")
+    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+    _add_phantom(p)
+
+
+@command("demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo)
+def _demo(args) -> int:
+    from ..pipeline import build_demo, demo_stages
+
+    model = args.model or paths.demo_model_path()
+    data_dir = args.data_dir or paths.demo_data_dir()
+    if args.train:
+        _train(argparse.Namespace(name=model.stem, arch="densenet121", seed=0, schedule=TrainConfig().schedule,
+                                  max_minutes=None, batch_size=32, n_images=args.n_images, size=args.size,
+                                  models_dir=model.parent, data_dir=data_dir))
+    bars = Bars()
+    extra = [p for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt")) if p.is_file()]
+    cache = model.with_suffix(".predictions.npz")
+    report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
+                        config=_phantom_config(args), progress=bars, fresh=args.fresh,
+                        stages=demo_stages(full=args.full), extra_models=extra,
+                        prediction_cache=None if args.recompute_predictions else cache,
+                        write_prediction_cache=not args.n_images and not args.size)
+    bars.close()
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+# --------------------------------------------------------------------------- phantom
+
+def _add_phantom_cmd(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="PNG file to write")
+    p.add_argument("--ids", default=None, help="comma-separated image ids (default: one case per finding)")
+    p.add_argument("--columns", type=int, default=4)
+    p.add_argument("--no-masks", action="store_true", help="the radiographs only")
+    _add_phantom(p)
+
+
+@command("phantom", "render phantom cases with their ground-truth masks to a PNG", _add_phantom_cmd)
+def _phantom(args) -> int:
+    import cv2
+
+    from ..data.phantom import render, sample_cohort
+    from ..labels import FINDINGS
+    from ..overlay import draw_masks, tile, to_rgb
+
+    config = _phantom_config(args)
+    specs = sample_cohort(config)
+    if args.ids:
+        wanted = args.ids.split(",")
+        by_id = {s.image_id: s for s in specs}
+        missing = [i for i in wanted if i not in by_id]
+        if missing:
+            raise CxrxaiError(f"unknown image ids {missing}; ids look like {specs[0].image_id}")
+        chosen = [by_id[i] for i in wanted]
+    else:
+        chosen = []
+        for f in FINDINGS:  # one test case per finding: alone if possible, never twice the same
+            pool = [s for s in specs if f in s.findings and s.split == "test" and s not in chosen]
+            chosen.append(min(pool, key=lambda s: len(s.findings)))
+    panels = []
+    for spec in chosen:
+        case = render(spec, config)
+        rgb = to_rgb(case.image)
+        panels.append(rgb if args.no_masks else draw_masks(rgb, [(i.label, i.mask) for i in case.instances]))
+    cv2.imwrite(str(args.out), tile(panels, args.columns)[..., ::-1])
+    print(json.dumps({"out": str(args.out), "cases": [{"image_id": s.image_id, "findings": s.findings, "sex": s.sex,
+                                                       "age": s.age, "view": s.view} for s in chosen]}, indent=1))
+    return 0

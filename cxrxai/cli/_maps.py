@@ -1,0 +1,164 @@
+"""Commands about maps and tables: explain, bench, score, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .. import paths
+from . import _load_model, _param, command
+
+# --------------------------------------------------------------------------- explain / bench
+
+def _add_explain(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image", required=True, help="an image id of --store, or a PNG/JPEG file")
+    p.add_argument("--label", required=True, help="label to explain (one of the model's labels)")
+    p.add_argument("--method", required=True, help="explainer (gradcam, gradcam++, ig, occlusion, ...)")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="explainer parameter, repeatable (e.g. --param patch=32 --param stride=16)")
+    p.add_argument("--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)")
+    p.add_argument("--model", default=None, help="weights file or model name (default: the store's model)")
+    p.add_argument("--out", type=Path, required=True, help=".npy file for the raw map (native resolution)")
+
+
+@command("explain", "compute one saliency map and save it as .npy (prints the parameters and seconds)", _add_explain)
+def _explain(args) -> int:
+    import numpy as np
+
+    from ..data.cases import case_image
+    from ..data.io import read_image
+    from ..explain import METHODS, explain
+    from ..models.spec import preprocess
+    from ..store import open_store
+
+    params = dict(args.param)
+    if Path(args.image).is_file():
+        pixels, model = read_image(args.image), _load_model(args.model)
+    else:
+        with open_store(args.store or paths.demo_store()) as store:
+            row = store.image(args.image)
+            dataset = store.datasets().set_index("dataset").loc[row["dataset"]].to_dict()
+            dataset["dataset"] = row["dataset"]
+            pixels, model = case_image(row, dataset), _load_model(args.model, store)
+    x = preprocess(pixels, model.spec).to(model.device)
+    t = time.perf_counter()
+    m = explain(model, x, model.spec.label_index(args.label), args.method, **params)
+    seconds = time.perf_counter() - t
+    np.save(args.out, m)
+    resolved = {k: v for k, v in {**METHODS[args.method].defaults, **params}.items() if k not in ("progress", "cancel")}
+    print(json.dumps({"image": args.image, "label": args.label, "method": args.method, "params": resolved,
+                      "model": model.spec.name, "device": model.device.type, "shape": list(m.shape),
+                      "seconds": round(seconds, 4), "out": str(args.out)}, indent=1, default=str))
+    return 0
+
+
+def _add_bench(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="weights file or name (default: the demo DenseNet-121)")
+    p.add_argument("--size", type=int, default=256, help="input size in pixels (the thesis used 256)")
+    p.add_argument("--settings", default=None, help="patch/stride list, e.g. 32/32,32/16 (default: the thesis grid)")
+    p.add_argument("--no-captum", action="store_true", help="skip the (slow) Captum reference")
+    p.add_argument("--engines", default="auto", help="occlusion engines to time: auto,batched,incremental")
+    p.add_argument("--low-precision", choices=["bf16", "fp16"], default=None,
+                   help="also time occlusion under this autocast and report its deviation from fp32")
+    p.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+
+
+@command("bench", "time explainers against Captum's defaults on this machine (occlusion grid of the thesis)", _add_bench)
+def _bench(args) -> int:
+    from ..bench import bench_explainers, bench_occlusion, bench_predictions, machine
+    from ..explain.stage import SWEEP
+
+    model = _load_model(args.model)
+    settings = SWEEP if not args.settings else [tuple(int(v) for v in s.split("/")) for s in args.settings.split(",")]
+    result = {"machine": machine(), "size": args.size,
+              "occlusion": bench_occlusion(model, size=args.size, settings=settings, captum=not args.no_captum,
+                                           engines=tuple(args.engines.split(",")), low_precision=args.low_precision,
+                                           progress=lambda line: print(line, file=sys.stderr)),
+              "explainers": bench_explainers(model, size=args.size),
+              "predictions": bench_predictions(model, size=model.spec.input_size)}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- score / report
+
+def _add_score(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--map", type=Path, required=True, help=".npy saliency map (any resolution; upsampled bilinearly)")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--mask", type=Path, help="ground-truth mask: .npy, or PNG (non-zero = inside)")
+    group.add_argument("--box", help="ground-truth box x,y,w,h in image pixels (needs --size)")
+    p.add_argument("--size", help="image size HxW for --box (e.g. 1024x1024)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+@command("score", "score an external saliency map against a mask or box (IoU, hit, PLA, AUCs, geometry)", _add_score)
+def _score(args) -> int:
+    import numpy as np
+
+    from ..data.io import read_image
+    from ..data.masks import box_mask
+    from ..errors import DataError
+    from ..metrics.geometry import features
+    from ..metrics.stage import score_map
+
+    m = np.load(args.map)
+    if args.mask is not None:
+        truth = np.load(args.mask) if args.mask.suffix == ".npy" else read_image(args.mask)
+        truth = np.asarray(truth) > 0
+    else:
+        if not args.size:
+            raise DataError("--box needs --size HxW (the image size the box lives in)")
+        try:
+            h, w = (int(v) for v in args.size.lower().split("x"))
+            box = tuple(float(v) for v in args.box.split(","))
+        except ValueError:
+            raise DataError(f"--size must be HxW and --box x,y,w,h; got {args.size!r} and {args.box!r}") from None
+        if len(box) != 4:
+            raise DataError(f"--box needs four numbers x,y,w,h, got {args.box!r}")
+        truth = box_mask(box, h, w)
+    result = {**score_map(m, truth), **{f"gt_{k}": v for k, v in features(truth).items()}}
+    result = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in result.items()}
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        for k, v in result.items():
+            print(f"{k:22} {v}")
+    return 0
+
+
+def _add_report(p: argparse.ArgumentParser) -> None:
+    from ..reports import REPORTS
+
+    p.add_argument("name", choices=sorted(REPORTS), help="; ".join(f"{k}: {r.reproduces}" for k, r in REPORTS.items()).replace("%", "%%"))
+    p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
+    p.add_argument("--model", default=None, help="model id (default: the store's first model)")
+    p.add_argument("--option", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="report option, repeatable (e.g. --option by=age_bin --option method=occlusion)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--csv", action="store_true", help="print CSV")
+    out.add_argument("--json", action="store_true", help="print JSON records")
+
+
+@command("report", "print one of the papers' tables from a store", _add_report)
+def _report(args) -> int:
+    import pandas as pd
+
+    from ..reports import run_report
+    from ..store import open_store
+
+    with open_store(args.store or paths.demo_store()) as store:
+        model_id = args.model or str(store.models()["model_id"].iloc[0])
+        table = run_report(store, args.name, model_id, **dict(args.option))
+    if args.csv:
+        print(table.to_csv(index=False), end="")
+    elif args.json:
+        print(table.to_json(orient="records", indent=1))
+    else:
+        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200):
+            print(table.round(4).to_string(index=False))
+    return 0

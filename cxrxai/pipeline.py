@@ -1,0 +1,353 @@
+"""Precompute orchestration: fill a store in resumable stages, publishing as it goes.
+
+A build is a list of :class:`Stage` s run in order against one :class:`BuildContext`. Every stage
+first asks the store what is already done and computes only the rest, so re-running a build
+skips finished work; long stages publish every ``publish_every`` seconds, so an interrupted
+build loses at most that much. :func:`demo_stages` lists the demo build: predictions,
+thresholds, then the explainer stages (:mod:`cxrxai.explain.stage`) and metric stages.
+
+Progress goes to a callback ``progress(task, done, total)`` — the CLI draws bars from it; the
+library never prints.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .data.decode import decode_images
+from .data.demo import DemoData, label_matrix, load_demo
+from .data.phantom import PhantomConfig
+from .data.second_reader import synthetic_reader
+from .errors import StoreError
+from .explain.stage import DEMO_PLAN, MapPlan, cam_stage, default_config, maps_stage, sweep_stage
+from .labels import DEMO_LABELS
+from .metrics.model_stages import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+from .metrics.stage import baseline_stage, geometry_stage, localization_stage, reader_stage
+from .models.inference import predict_logits, sigmoid
+from .models.registry import LoadedModel, load
+from .models.spec import ModelSpec
+from .models.thresholds import choose_threshold
+from .store import StoreWriter, write_store
+
+__all__ = [
+    "DEMO_DATASET",
+    "BuildContext",
+    "ProgressFn",
+    "Stage",
+    "build_dataset",
+    "build_demo",
+    "dataset_stages",
+    "demo_stages",
+    "import_predictions",
+]
+
+ProgressFn = Callable[[str, int, int], None]
+DEMO_DATASET = "demo"
+
+
+def _quiet(task: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass
+class BuildContext:
+    """What stages share: the writer, the dataset, the model and how to load images."""
+
+    writer: StoreWriter
+    dataset: str
+    model: LoadedModel
+    load_images: Callable[[list[str]], np.ndarray]
+    progress: ProgressFn = _quiet
+    publish_every: float = 60.0
+    options: dict = field(default_factory=dict)
+    _last_publish: float = field(default_factory=time.monotonic)
+
+    def maybe_publish(self) -> None:
+        if time.monotonic() - self._last_publish >= self.publish_every:
+            self.writer.publish()
+            self._last_publish = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[BuildContext], dict]
+
+
+# --------------------------------------------------------------------------- stages
+
+def predictions_stage(ctx: BuildContext, *, batch_size: int = 32, verify: int = 32) -> dict:
+    """Predict every image of the dataset that has no prediction from this model yet.
+
+    With ``ctx.options["prediction_cache"]`` (an ``.npz`` of image ids and logits written next to
+    the weights), cached logits are used when the cache names this model's weights hash and a
+    live forward of ``verify`` random images agrees within 1e-3; otherwise everything is
+    predicted, and the cache is (re)written when the option asks for it.
+    """
+    model_id = ctx.model.spec.name
+    all_ids = ctx.options.get("image_ids") or ctx.writer.images(dataset=ctx.dataset)["image_id"].tolist()
+    done = ctx.writer.predicted_image_ids(model_id)
+    todo = [i for i in all_ids if i not in done]
+    if not todo:
+        return {"predicted": 0, "skipped": len(done)}
+    t0 = time.monotonic()
+    cache = ctx.options.get("prediction_cache")
+    cached = _read_cache(cache, ctx.model) if cache else None
+    if cached is not None:
+        rng = np.random.default_rng(0)
+        sample = [todo[i] for i in rng.choice(len(todo), min(verify, len(todo)), replace=False)]
+        live = predict_logits(ctx.model, ctx.load_images(sample), batch_size=batch_size)
+        if all(i in cached for i in todo) and np.abs(live - np.stack([cached[i] for i in sample])).max() <= 1e-3:
+            for start in range(0, len(todo), 2048):
+                ids = todo[start:start + 2048]
+                logits = np.stack([cached[i] for i in ids])
+                ctx.writer.put_predictions(model_id, ids, ctx.model.spec.labels, logits, sigmoid(logits))
+            return {"predicted": len(todo), "skipped": len(done), "from_cache": str(cache), "verified_on": len(sample)}
+    chunk = batch_size * 8
+    for start in range(0, len(todo), chunk):
+        ids = todo[start:start + chunk]
+        logits = predict_logits(ctx.model, ctx.load_images(ids), batch_size=batch_size)
+        ctx.writer.put_predictions(model_id, ids, ctx.model.spec.labels, logits, sigmoid(logits))
+        ctx.progress("predictions", start + len(ids), len(todo))
+        ctx.maybe_publish()
+    seconds = time.monotonic() - t0
+    if cache and ctx.options.get("write_prediction_cache") and not done:
+        table = ctx.writer.predictions(model_id)
+        wide = table.pivot(index="image_id", columns="label", values="logit")[list(ctx.model.spec.labels)]
+        np.savez_compressed(cache, image_ids=wide.index.to_numpy(str), logits=wide.to_numpy(np.float32),
+                            weights_sha256=ctx.model.spec.card.get("weights_sha256", ""))
+    return {"predicted": len(todo), "skipped": len(done), "images_per_s": round(len(todo) / seconds, 2)}
+
+
+def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None = None, split: str = "test"
+                   ) -> list[Stage]:
+    """Stages of a real-data precompute: predictions, thresholds, maps of ``explainers`` (CAMs for
+    every image × label; others for ``per_label`` positive cases per label, or all), metrics."""
+    cams = tuple(m for m in explainers if m in ("gradcam", "gradcam++"))
+    others = tuple(default_config(m, per_label) for m in explainers if m not in cams)
+    plan = MapPlan(split=split, cams=cams, maps=others, sweep=(), sweep_cases=0)
+    stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)]
+    if cams:
+        stages.append(Stage("cams", lambda ctx: cam_stage(ctx, plan)))
+    if others:
+        stages.append(Stage("maps", lambda ctx: maps_stage(ctx, plan)))
+    return stages + [Stage("localization", localization_stage), Stage("second reader", reader_stage),
+                     Stage("geometry", geometry_stage)]
+
+
+def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame, *, model_name: str,
+                       id_column: str, thresholds: dict[str, float] | None = None, fresh: bool = False) -> dict:
+    """Store a dataset's cases with predictions made elsewhere (``prob_<label>`` columns joined
+    to the dataset by image id), so every fairness analysis runs without re-running a model.
+
+    Thresholds come from ``thresholds`` (e.g. a ``Threshold.csv``) or are chosen on the
+    validation split when it has predictions and labels. Predictions of unknown images are
+    reported, never silently dropped.
+    """
+    if id_column not in predictions:
+        raise StoreError(f"the predictions have no id column {id_column!r}; columns: {list(predictions.columns)}")
+    probs = [c for c in predictions.columns if c.startswith("prob_")]
+    if not probs:
+        raise StoreError("the predictions need prob_<label> columns (e.g. prob_Effusion)")
+    labels = tuple(c[len("prob_"):] for c in probs)
+    unknown_labels = [lab for lab in labels if lab not in tables.label_names]
+    ids = predictions[id_column].astype(str)
+    known = ids.isin(set(tables.images["image_id"]))
+    p = predictions.loc[known, probs].to_numpy(float)
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        raise StoreError("probabilities must lie in [0, 1] with no blanks")
+    spec = ModelSpec(name=model_name, arch="imported", labels=labels, thresholds={},
+                     card={"source": "imported predictions", "labels_not_in_dataset": unknown_labels})
+    with np.errstate(divide="ignore"):
+        logits = np.log(p) - np.log1p(-p)
+    with write_store(store_path, fresh=fresh) as writer:
+        writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
+                           description=tables.description, config=tables.config)
+        writer.put_images(tables.images.assign(dataset=tables.name))
+        writer.put_labels(tables.labels)
+        if len(tables.annotations):
+            writer.put_annotations(tables.annotations)
+        missing = pd.DataFrame({"image_id": ids[~known], "problem": "prediction for an image not in the dataset",
+                                "stage": "import", "dataset": tables.name})
+        if len(missing) or len(tables.problems):
+            writer.put_table("problems", pd.concat([tables.problems.assign(stage="adapter", dataset=tables.name), missing]))
+        writer.put_model(spec)
+        writer.put_predictions(model_name, ids[known].tolist(), labels, np.clip(logits, -50, 50).astype(np.float32), p)
+        if thresholds:
+            rows = [{"label": k, "threshold": float(v), "method": "imported", "criterion": None, "split": None}
+                    for k, v in thresholds.items() if k in labels]
+            writer.put_thresholds(model_name, rows)
+            report = {"thresholds": len(rows)}
+        else:
+            report = {"thresholds": store_thresholds(writer, model_name, fallback={})}
+    return {"images": int(known.sum()), "unknown_ids": int((~known).sum()), "labels": list(labels), **report}
+
+
+def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
+                  stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
+                  progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None) -> dict:
+    """Precompute a real dataset: cases (with the adapter's problems), decoded images of
+    ``split`` (bad files reported and skipped), then ``stages`` with the model."""
+    report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
+    t0 = time.monotonic()
+    images = tables.images
+    chosen = images if split is None else images[images["split"] == split]
+    decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])), model.spec.input_size,
+                            cache_dir, workers=workers, progress=lambda d, n: progress("decode images", d, n))
+    for image_id, (h, w) in decoded.sizes.items():
+        images.loc[images["image_id"] == image_id, ["height", "width"]] = (h, w)
+    problems = pd.concat([tables.problems.assign(stage="adapter"),
+                          pd.DataFrame([{"image_id": i, "problem": e, "stage": "decode"} for i, e in decoded.failures])],
+                         ignore_index=True).assign(dataset=tables.name)
+    report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
+    with write_store(store_path, fresh=fresh) as writer:
+        writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
+                           description=tables.description, config=tables.config)
+        writer.put_images(images.assign(dataset=tables.name))
+        writer.put_labels(tables.labels)
+        if len(tables.annotations):
+            writer.put_annotations(tables.annotations)
+        if len(problems):
+            writer.put_table("problems", problems)
+        writer.put_model(model.spec, weights_path=model_path)
+        writer.publish()
+        ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
+                           options={"image_ids": decoded.image_ids})
+        for stage in stages:
+            s0 = time.monotonic()
+            report[stage.name] = {**stage.run(ctx), "seconds": round(time.monotonic() - s0, 1)}
+            writer.publish()
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    return report
+
+
+def _read_cache(path, model: LoadedModel) -> dict | None:
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with np.load(path) as z:
+        if str(z["weights_sha256"]) != model.spec.card.get("weights_sha256"):
+            return None
+        return dict(zip(z["image_ids"].tolist(), z["logits"]))
+
+
+def thresholds_stage(ctx: BuildContext, *, method: str = "f1", split: str = "val") -> dict:
+    """Per-label thresholds from the validation predictions in the store (see :func:`store_thresholds`)."""
+    return store_thresholds(ctx.writer, ctx.model.spec.name, fallback=ctx.model.spec.thresholds, method=method,
+                            split=split)
+
+
+def store_thresholds(writer: StoreWriter, model_id: str, *, fallback: dict[str, float], method: str = "f1",
+                     split: str = "val") -> dict:
+    """Choose per-label thresholds on ``split``'s predictions; without any, store ``fallback``
+    (the model spec's own thresholds) when there are some."""
+    table = writer.prediction_table(model_id, split=split)
+    if table.empty:
+        rows = [{"label": k, "threshold": v, "method": "model spec", "criterion": None, "split": None}
+                for k, v in fallback.items()]
+        writer.put_thresholds(model_id, rows)
+        return {"labels": len(rows), "method": "model spec" if rows else f"none (no {split} predictions, none in the spec)"}
+    rows, skipped = [], []
+    for label, grp in table.groupby("label", sort=False):
+        known = grp.dropna(subset=["ground_truth"])
+        y = known["ground_truth"].astype(int)
+        if y.nunique() < 2:  # no threshold can be chosen; say so instead of storing an arbitrary one
+            skipped.append(label)
+            continue
+        thr, crit = choose_threshold(y, known["prob"], method=method)
+        rows.append({"label": label, "threshold": thr, "method": method, "criterion": crit, "split": split})
+    writer.put_thresholds(model_id, rows)
+    return {"labels": len(rows), "method": method, "without_threshold": skipped}
+
+
+# --------------------------------------------------------------------------- demo
+
+def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    specs = data.specs
+    size = data.config.size
+    images = pd.DataFrame({
+        "image_id": [s.image_id for s in specs], "dataset": DEMO_DATASET, "path": None,
+        "generator_key": [s.to_json() for s in specs], "patient_id": [s.patient_id for s in specs],
+        "sex": [s.sex for s in specs], "age": [float(s.age) for s in specs],
+        "age_bin": [s.age_bin for s in specs], "view": [s.view for s in specs],
+        "split": [s.split for s in specs], "width": size, "height": size,
+    })
+    y = label_matrix(specs)
+    labels = pd.DataFrame({
+        "image_id": np.repeat(images["image_id"].to_numpy(), len(DEMO_LABELS)),
+        "label": np.tile(np.array(DEMO_LABELS, dtype=object), len(specs)),
+        "value": y.ravel().astype(int),
+    })
+    return images, labels
+
+
+def demo_stages(*, full: bool = False) -> list[Stage]:
+    """The demo build: predictions, thresholds, Grad-CAM/Grad-CAM++ for every test image × finding,
+    sampled GradientSHAP / IG / occlusion maps, the thesis's occlusion sweep, then the metric
+    stages (localization, baselines, geometry, trust, fidelity). ``full`` lifts the sampling."""
+    plan = DEMO_PLAN.full() if full else DEMO_PLAN
+    trust_plan = TrustPlan(images=30, methods=(*TrustPlan().methods, TRUST_IG)) if full else TrustPlan()
+    fidelity_plan = FidelityPlan(cases=40, methods=("gradcam", "occlusion")) if full else FidelityPlan()
+    return [
+        Stage("predictions", predictions_stage),
+        Stage("thresholds", thresholds_stage),
+        Stage("cams", lambda ctx: cam_stage(ctx, plan)),
+        Stage("maps", lambda ctx: maps_stage(ctx, plan)),
+        Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
+        Stage("localization", localization_stage),
+        Stage("second reader", reader_stage),
+        Stage("baselines", baseline_stage),
+        Stage("geometry", geometry_stage),
+        Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
+        Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
+    ]
+
+
+def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
+               config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
+               stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
+               prediction_cache: Path | None = None, write_prediction_cache: bool = False) -> dict:
+    """Build (or resume) the demo store: cases, model, then ``stages`` (default :func:`demo_stages`).
+
+    ``extra_models`` (weights files) are registered and used for repeatability/reproducibility.
+    """
+    config = config or PhantomConfig()
+    report: dict = {}
+    t0 = time.monotonic()
+    data = load_demo(config, data_dir, progress=lambda d, n: progress("render phantoms", d, n))
+    report["render_s"] = round(time.monotonic() - t0, 1)
+    model = load(model_path)
+    row_of = {s.image_id: i for i, s in enumerate(data.specs)}
+    with write_store(store_path, fresh=fresh) as writer:
+        if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
+            images, labels = _demo_tables(data)
+            writer.put_dataset(DEMO_DATASET, source="cxrxai phantom", labels=list(DEMO_LABELS),
+                               root=str(data_dir), config=json.loads(config.to_json()),
+                               description="Deterministic phantom chest radiographs with exact lesion masks")
+            writer.put_images(images)
+            writer.put_labels(labels)
+            writer.put_annotations(data.annotations)
+            writer.put_annotations(synthetic_reader(data.annotations[data.annotations.image_id.isin(
+                set(images.image_id[images.split == "test"]))]))
+            writer.publish()
+        writer.put_model(model.spec, weights_path=str(model_path))
+        others = [load(p) for p in extra_models]
+        for path, other in zip(extra_models, others):
+            writer.put_model(other.spec, weights_path=str(path))
+        options = {"trust_models": others, "prediction_cache": prediction_cache,
+                   "write_prediction_cache": write_prediction_cache}
+        ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
+                           load_images=lambda ids: data.images[[row_of[i] for i in ids]], progress=progress)
+        for stage in stages if stages is not None else demo_stages():
+            s0 = time.monotonic()
+            report[stage.name] = {**stage.run(ctx), "seconds": round(time.monotonic() - s0, 1)}
+            writer.publish()
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    return report

@@ -1,0 +1,78 @@
+"""Shared fixtures: tiny phantom worlds, a tiny trained model and a tiny demo store.
+
+Everything is generated here, offline and seeded; nothing reads ../shared or the network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from cxrxai.data.phantom import PhantomConfig
+
+# Tests use the CPU threads CI gives them and never a GPU, whatever the machine has.
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+TINY = PhantomConfig(size=96, n_images=64, split_fractions=(0.5, 0.25, 0.25), seed=7, min_prevalence=0.2)
+
+
+@pytest.fixture(scope="session")
+def tiny_config() -> PhantomConfig:
+    return TINY
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory) -> Path:
+    """A DenseNet-121 trained for one short epoch on the tiny cohort (weights + card)."""
+    from cxrxai.models.demo_model import train_demo_model
+    from cxrxai.models.train import TrainConfig
+
+    root = tmp_path_factory.mktemp("models")
+    _, path = train_demo_model(
+        name="tiny-densenet121", config=TINY, train_config=TrainConfig(schedule=((64, 1),), batch_size=16, warmup_steps=2),
+        input_size=64, models_dir=root / "models", data_dir=root / "phantoms",
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_full_store(tmp_path_factory, tiny_model_path) -> Path:
+    """The whole demo build (maps, sweep, metrics, trust, fidelity) on the tiny cohort and model."""
+    from cxrxai.explain.stage import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
+    from cxrxai.metrics.model_stages import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+    from cxrxai.metrics.stage import baseline_stage, geometry_stage, localization_stage, reader_stage
+    from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
+
+    plan = MapPlan(maps=(MapConfig("gradientshap", {"baseline": "black", "n_samples": 2, "stdevs": 0.0, "seed": 0,
+                                                    "output": "logit", "reduce": "sum"}, per_label=1),
+                         MapConfig("ig", {"baseline": "black", "steps": 4, "integration": "gausslegendre",
+                                          "output": "logit", "reduce": "sum"}, per_label=1),
+                         MapConfig("occlusion", {"patch": 32, "stride": 16, "baseline": "black", "output": "logit"},
+                                   per_label=2)),
+                   sweep=((32, 32), (32, 16), (16, 16)), sweep_cases=2)
+    trust_plan = TrustPlan(images=3, methods=(("gradcam", ()), ("saliency", (("reduce", "abs_sum"),))), pairs=5)
+    stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
+              Stage("cams", lambda c: cam_stage(c, plan)), Stage("maps", lambda c: maps_stage(c, plan)),
+              Stage("sweep", lambda c: sweep_stage(c, plan)), Stage("localization", localization_stage),
+              Stage("second reader", reader_stage), Stage("baselines", baseline_stage), Stage("geometry", geometry_stage),
+              Stage("trust", lambda c: trust_stage(c, trust_plan)),
+              Stage("fidelity", lambda c: fidelity_stage(c, FidelityPlan(cases=2, iterations=20, subset=64)))]
+    path = tmp_path_factory.mktemp("full") / "full.duckdb"
+    build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms", config=TINY,
+               stages=stages, extra_models=[tiny_model_path])
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory, tiny_model_path) -> Path:
+    """A complete tiny demo store (cases, model, predictions, thresholds)."""
+    from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
+
+    root = tmp_path_factory.mktemp("store")
+    path = root / "tiny.duckdb"
+    build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms", config=TINY,
+               stages=[Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)])
+    return path

@@ -1,0 +1,31 @@
+"""The library never imports Streamlit and importing it has no side effects."""
+
+import subprocess
+import sys
+
+CHECK = """
+import sys, importlib, pkgutil, warnings
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "streamlit" or name.startswith("streamlit."):
+            raise ImportError("the library must not import streamlit")
+sys.meta_path.insert(0, Block())
+# Third-party imports may add their own filters; what is checked is that cxrxai adds none.
+for dep in ("numpy", "scipy", "pandas", "torch", "torchvision", "sklearn.metrics", "duckdb", "cv2",
+            "pycocotools.mask", "plotly.graph_objects", "skimage", "statsmodels.api", "captum.attr"):
+    importlib.import_module(dep)
+filters = list(warnings.filters)
+import cxrxai
+for mod in pkgutil.walk_packages(cxrxai.__path__, "cxrxai."):
+    if mod.name.endswith("__main__"):
+        continue
+    importlib.import_module(mod.name)
+assert warnings.filters == filters, "importing cxrxai changed the warning filters"
+print("ok")
+"""
+
+
+def test_library_imports_without_streamlit_and_without_side_effects():
+    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

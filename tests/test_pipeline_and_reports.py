@@ -1,0 +1,100 @@
+"""The demo build end to end on the tiny world: every table filled, every report computed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.cli import main
+from cxrxai.explain.stage import native_map
+from cxrxai.reports import REPORTS, run_report
+from cxrxai.store import open_store
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def store(tiny_full_store):
+    with open_store(tiny_full_store) as s:
+        yield s
+
+
+def test_tables_are_filled(store):
+    counts = store.info()["counts"]
+    for table in ("maps", "localization", "geometry", "trust", "fidelity", "annotations", "thresholds"):
+        assert counts.get(table, 0) > 0, table
+    assert set(store.info()["explainers"]) >= {"gradcam", "gradcam++", "gradientshap", "ig", "occlusion"}
+
+
+def test_cams_cover_every_test_image_and_finding(store):
+    idx = store.map_index(model_id="tiny-densenet121", method="gradcam")
+    tests = store.images(split="test")
+    assert len(idx) == len(tests) * 8 and (idx.kind == "cam").all() and (idx.height == 2).all()
+
+
+def test_occlusion_is_stored_as_its_grid_and_rebuilt_per_pixel(store):
+    idx = store.map_index(model_id="tiny-densenet121", method="occlusion")
+    row = idx[idx.params_key.str.contains('"stride":16')].iloc[0]
+    stored = store.get_map("tiny-densenet121", row.image_id, row.label, "occlusion", row.params_key)
+    assert stored.kind == "occlusion_grid" and stored.values.shape == (3, 3)  # ceil((64 − 32) / 16) + 1
+    assert native_map(stored).shape == (64, 64)
+
+
+def test_synthetic_second_reader_is_scored_as_a_benchmark(store):
+    loc = store.table("localization", model_id="tiny-densenet121")
+    hb = loc[loc.method == "reader:hb-synthetic"]
+    assert len(hb) > 0 and hb.iou.dropna().between(0, 1).all() and hb.iou.mean() > 0.3
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_every_report_runs_on_the_demo_store(store, name):
+    table = run_report(store, name, "tiny-densenet121")
+    assert isinstance(table, pd.DataFrame) and len(table) > 0
+
+
+def test_explainer_report_has_every_explainer(store):
+    t = run_report(store, "explainers", "tiny-densenet121", slice_="positive")
+    assert {"gradcam", "gradcam++"} <= set(t.explainer)
+    assert t.auc.dropna().between(0, 1).all()
+
+
+def test_occlusion_sweep_report_lists_settings_with_timings(store):
+    t = run_report(store, "occlusion-sweep", "tiny-densenet121")
+    assert set(zip(t.patch, t.stride)) == {(32, 32), (32, 16), (16, 16)}
+    assert (t.seconds_mean > 0).all()
+
+
+def test_trust_table_has_verdicts(store):
+    t = run_report(store, "trust", "tiny-densenet121")
+    assert set(t.method) == {"gradcam", "saliency"}
+    assert set(t.randomization) <= {"PASS", "FAIL"} and "repeatability" in t
+
+
+def test_report_cli_json(tiny_full_store, capsys):
+    assert main(["report", "underdiagnosis", "--store", str(tiny_full_store), "--json",
+                 "--option", "by=age_bin"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"age_bin", "fpr", "fnr", "n_NNF", "n_PNF"} <= set(rows[0])
+
+
+def test_export_segmentations_in_chexlocalize_format(tiny_full_store, tmp_path):
+    out = tmp_path / "seg.json"
+    assert main(["export", "segmentations", "--store", str(tiny_full_store), "--model", "tiny-densenet121",
+                 "--out", str(out)]) == 0
+    seg = json.loads(out.read_text())
+    from cxrxai.data.masks import decode_rle
+
+    cxr, tasks = next(iter(seg.items()))
+    assert len(tasks) == 8 and all(decode_rle(t["counts"], *t["size"]).shape == (96, 96) for t in tasks.values())
+
+
+def test_score_cli_on_an_external_map(tmp_path, capsys):
+    m = np.zeros((4, 4), np.float32)
+    m[1, 2] = 1.0
+    np.save(tmp_path / "m.npy", m)
+    assert main(["score", "--map", str(tmp_path / "m.npy"), "--box", "8,0,8,16", "--size", "16x16", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hit"] == 1.0 and out["gt_instances"] == 1 and 0 < out["roc_auc"] <= 1
