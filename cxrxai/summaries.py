@@ -1,0 +1,108 @@
+"""Store-level summaries that pages and reports show (data in, DataFrames out; no UI)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .labels import AGE_BINS, NO_FINDING
+from .metrics.classification import auroc_ci
+from .store import Store
+
+__all__ = ["case_table", "cohort_table", "filter_cases", "label_table", "model_performance", "outcome"]
+
+
+def model_performance(store: Store, model_id: str, *, split: str = "test", n_boot: int = 1000,
+                      seed: int = 0) -> pd.DataFrame:
+    """AUROC with bootstrap 95 % CI, counts and threshold per label on one split.
+
+    Columns: label, auroc, lower, upper, n_positive, n_negative, threshold, tpr, fpr (the last two
+    at the stored threshold; NaN without one).
+    """
+    table = store.prediction_table(model_id, split=split).dropna(subset=["ground_truth"])
+    rows = []
+    for label, grp in table.groupby("label", sort=False):
+        y = grp["ground_truth"].to_numpy(int)
+        point, lo, hi = auroc_ci(y, grp["prob"].to_numpy(float), n_boot=n_boot, seed=seed)
+        pred = grp["predicted"].to_numpy(float)
+        pos, neg = y == 1, y == 0
+        rows.append({
+            "label": label, "auroc": point, "lower": lo, "upper": hi,
+            "n_positive": int(pos.sum()), "n_negative": int(neg.sum()),
+            "threshold": grp["threshold"].iloc[0],
+            "tpr": float(np.nanmean(pred[pos])) if pos.any() else np.nan,
+            "fpr": float(np.nanmean(pred[neg])) if neg.any() else np.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def cohort_table(store: Store, *, dataset: str | None = None) -> pd.DataFrame:
+    """Images per split × sex × age bin (age bins in their natural order; missing shown as such)."""
+    counts = store.image_counts(["split", "sex", "age_bin"], dataset=dataset)
+    if counts.empty:
+        return counts
+    counts = counts.fillna({"sex": "missing", "age_bin": "missing"})
+    wide = counts.pivot_table(index=["split", "sex"], columns="age_bin", values="n", aggfunc="sum", fill_value=0)
+    order = [b for b in AGE_BINS if b in wide.columns] + [c for c in wide.columns if c not in AGE_BINS]
+    wide = wide[order]
+    wide["total"] = wide.sum(axis=1)
+    return wide.reset_index()
+
+
+def label_table(store: Store, *, dataset: str | None = None) -> pd.DataFrame:
+    """Positive cases per label and split (with prevalence)."""
+    counts = store.label_counts(dataset=dataset)
+    if counts.empty:
+        return counts
+    counts["prevalence"] = counts["positive"] / (counts["positive"] + counts["negative"]).replace(0, np.nan)
+    return counts
+
+
+def outcome(ground_truth, predicted) -> np.ndarray:
+    """TP / FP / FN / TN per row (empty string where either value is missing)."""
+    y = pd.Series(ground_truth).to_numpy(float)
+    p = pd.Series(predicted).to_numpy(float)
+    out = np.full(len(y), "", dtype=object)
+    known = np.isfinite(y) & np.isfinite(p)
+    out[known & (y == 1) & (p == 1)] = "TP"
+    out[known & (y == 0) & (p == 1)] = "FP"
+    out[known & (y == 1) & (p == 0)] = "FN"
+    out[known & (y == 0) & (p == 0)] = "TN"
+    return out
+
+
+def case_table(store: Store, model_id: str, *, split: str | None = "test", method: str | None = None,
+               params_key: str | None = None, reader: str = "gt") -> pd.DataFrame:
+    """One row per image × finding: demographics, probability, threshold, truth, outcome, and —
+    when ``method`` is given — that map's stored IoU, hit and AUC."""
+    t = store.prediction_table(model_id, split=split)
+    t = t[t.label != NO_FINDING].copy()
+    t["outcome"] = outcome(t["ground_truth"], t["predicted"])
+    if method is not None:
+        loc = store.table("localization", model_id=model_id, method=method, reader=reader)
+        if params_key is not None and not loc.empty:
+            loc = loc[loc.params_key == params_key]
+        if not loc.empty:
+            t = t.merge(loc[["image_id", "label", "iou", "hit", "roc_auc"]].drop_duplicates(["image_id", "label"]),
+                        on=["image_id", "label"], how="left")
+    for col in ("iou", "hit", "roc_auc"):
+        if col not in t:
+            t[col] = np.nan
+    return t.reset_index(drop=True)
+
+
+def filter_cases(cases: pd.DataFrame, *, finding: str | None = None, sexes=None, age_bins=None, outcomes=None,
+                 prob_range: tuple[float, float] = (0.0, 1.0), metric: str | None = None,
+                 metric_range: tuple[float, float] = (0.0, 1.0), image_ids=None) -> pd.DataFrame:
+    """The explorer's filters; an empty selection of a multi-choice filter means "any"."""
+    keep = cases["prob"].between(*prob_range)
+    if finding:
+        keep &= cases["label"] == finding
+    for col, values in (("sex", sexes), ("age_bin", age_bins), ("outcome", outcomes)):
+        if values:
+            keep &= cases[col].isin(list(values))
+    if metric and metric_range != (0.0, 1.0):
+        keep &= cases[metric].between(*metric_range)
+    if image_ids is not None:
+        keep &= cases["image_id"].isin(list(image_ids))
+    return cases[keep].reset_index(drop=True)

@@ -1,0 +1,204 @@
+"""Plotly figure builders shared by the pages (DataFrames in, figures out; no Streamlit).
+
+Figures that open cases carry ``customdata`` = [label, group...] or [image_id, label] so a
+page can turn a selection into explorer filters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = [
+    "auroc_bars",
+    "cohort_bars",
+    "explainer_heatmap",
+    "group_metric_bars",
+    "paired_lines",
+    "perturbation_lines",
+    "prevalence_bars",
+    "randomization_lines",
+    "rate_bars",
+    "regression_scatter",
+    "similarity_boxes",
+    "sweep_lines",
+]
+
+_LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), height=380, template="plotly_white")
+PALETTE = ["#3b6ea5", "#d1603d", "#5a9e6f", "#8c6bb1", "#c4a000", "#4d4d4d", "#e377c2", "#17becf"]
+
+
+def auroc_bars(perf: pd.DataFrame, *, title: str = "Test AUROC per label (95% bootstrap CI)") -> go.Figure:
+    """Horizontal bars of AUROC with CI whiskers; hover shows n positive / negative."""
+    df = perf.sort_values("auroc")
+    fig = go.Figure(go.Bar(
+        x=df["auroc"], y=df["label"], orientation="h",
+        error_x=dict(type="data", symmetric=False, array=df["upper"] - df["auroc"], arrayminus=df["auroc"] - df["lower"]),
+        customdata=df[["n_positive", "n_negative", "lower", "upper"]],
+        hovertemplate="%{y}: %{x:.3f} [%{customdata[2]:.3f}, %{customdata[3]:.3f}]<br>"
+                      "n+ %{customdata[0]}, n− %{customdata[1]}<extra></extra>",
+        marker_color=PALETTE[0],
+    ))
+    fig.add_vline(x=0.5, line_dash="dot", line_color="grey")
+    fig.update_layout(title=title, xaxis=dict(range=[0.4, 1.0], title="AUROC"), **_LAYOUT)
+    return fig
+
+
+def prevalence_bars(labels: pd.DataFrame) -> go.Figure:
+    """Positive cases per label, grouped by split."""
+    fig = go.Figure()
+    for split, grp in labels.groupby("split"):
+        fig.add_bar(name=str(split), x=grp["label"], y=grp["positive"],
+                    customdata=grp["prevalence"], hovertemplate="%{x}: %{y} (%{customdata:.1%})<extra>" + str(split) + "</extra>")
+    fig.update_layout(title="Positive cases per label and split", barmode="group", yaxis_title="images", **_LAYOUT)
+    return fig
+
+
+def cohort_bars(counts: pd.DataFrame) -> go.Figure:
+    """Images per age bin, stacked by sex, one group per split (``counts``: split, sex, age_bin, n)."""
+    fig = go.Figure()
+    for sex, grp in counts.groupby("sex", dropna=False):
+        fig.add_bar(name=str(sex), x=[grp["split"], grp["age_bin"]], y=grp["n"])
+    fig.update_layout(title="Images by split, age bin and sex", barmode="stack", yaxis_title="images", **_LAYOUT)
+    return fig
+
+
+def _group_name(df: pd.DataFrame, by: list[str]) -> pd.Series:
+    return df[by].astype(str).agg(" · ".join, axis=1)
+
+
+def rate_bars(rates: pd.DataFrame, by: list[str], *, rate: str = "tpr", title: str | None = None) -> go.Figure:
+    """Grouped bars of a rate per finding and group with CI whiskers and n; small groups hatched."""
+    fig = go.Figure()
+    names = _group_name(rates, by)
+    denom = "n_neg" if rate == "fpr" else "n_pos" if rate in ("tpr", "fnr") else "n"
+    for k, (name, g) in enumerate(rates.groupby(names, sort=True)):
+        fig.add_bar(
+            name=name, x=g["label"], y=g[rate],
+            error_y=dict(type="data", symmetric=False, array=g[f"{rate}_upper"] - g[rate],
+                         arrayminus=g[rate] - g[f"{rate}_lower"]),
+            marker=dict(color=PALETTE[k % len(PALETTE)], pattern_shape=np.where(g["small"], "/", "")),
+            customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by), g[denom]]),
+            hovertemplate="%{x} · " + name + f": {rate.upper()} " + "%{y:.3f}<br>n = %{customdata[" + str(len(by) + 1)
+                          + "]}<extra></extra>",
+        )
+    fig.update_layout(title=title or f"{rate.upper()} by {' × '.join(by)} (95% CI; hatched: fewer than 10)",
+                      barmode="group", yaxis=dict(range=[0, 1.05], title=rate.upper()), clickmode="event+select",
+                      **_LAYOUT)
+    return fig
+
+
+def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -> go.Figure:
+    """Mean explanation metric per finding and group with CI (``metric_by_group`` output)."""
+    fig = go.Figure()
+    names = _group_name(df, by)
+    for k, (name, g) in enumerate(df.groupby(names, sort=True)):
+        fig.add_bar(name=name, x=g["label"], y=g["mean"],
+                    error_y=dict(type="data", symmetric=False, array=g["upper"] - g["mean"], arrayminus=g["mean"] - g["lower"]),
+                    marker_color=PALETTE[k % len(PALETTE)], text=g["n"].map(lambda n: f"n={n}"), textposition="outside",
+                    customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by)]))
+    fig.update_layout(title=f"Explanation {metric} by {' × '.join(by)} (true positives, 95% CI)", barmode="group",
+                      yaxis_title=metric, clickmode="event+select", **_LAYOUT)
+    return fig
+
+
+def explainer_heatmap(table: pd.DataFrame, value: str = "auc") -> go.Figure:
+    """Explainer × finding heatmap of a mean metric (thesis Table 1)."""
+    wide = table.pivot(index="explainer", columns="label", values=value)
+    fig = go.Figure(go.Heatmap(z=wide.values, x=wide.columns, y=wide.index, colorscale="Blues",
+                               text=np.round(wide.values, 3), texttemplate="%{text}", hoverongaps=False))
+    fig.update_layout(title=f"{value.upper()} per explainer and finding", **_LAYOUT)
+    return fig
+
+
+def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
+    """Occlusion patch/stride sweep: metrics with CIs and seconds per map (thesis Fig. 3, Table S4)."""
+    x = sweep["patch"].astype(str) + "/" + sweep["stride"].astype(str)
+    fig = go.Figure()
+    for k, metric in enumerate(("roc_auc", "iou", "pla")):
+        if metric not in sweep:
+            continue
+        err = None
+        if f"{metric}_upper" in sweep:
+            err = dict(type="data", symmetric=False, array=sweep[f"{metric}_upper"] - sweep[metric],
+                       arrayminus=sweep[metric] - sweep[f"{metric}_lower"])
+        fig.add_scatter(x=x, y=sweep[metric], name=metric.upper().replace("ROC_", ""), mode="lines+markers",
+                        error_y=err, line_color=PALETTE[k])
+    fig.add_bar(x=x, y=sweep["seconds_mean"], name="seconds per map", yaxis="y2", opacity=0.3, marker_color="grey")
+    fig.update_layout(title="Occlusion patch / stride", xaxis_title="patch / stride (px)",
+                      yaxis=dict(title="metric", range=[0, 1]), yaxis2=dict(title="seconds", overlaying="y", side="right"),
+                      **_LAYOUT)
+    return fig
+
+
+def regression_scatter(df: pd.DataFrame, x: str, y: str, *, line: tuple[float, float] | None = None) -> go.Figure:
+    """Scatter of a per-case metric against a predictor, one colour per finding, with the fitted
+    line ``(intercept, slope)``; ``customdata`` = [image_id, label] for lasso/box selection."""
+    fig = go.Figure()
+    for k, (label, g) in enumerate(df.groupby("label", sort=True)):
+        fig.add_scatter(x=g[x], y=g[y], mode="markers", name=str(label), marker=dict(size=6, opacity=0.7,
+                        color=PALETTE[k % len(PALETTE)]), customdata=np.column_stack([g["image_id"], g["label"]]),
+                        hovertemplate="%{customdata[0]} · %{customdata[1]}<br>" + f"{x} " + "%{x:.3f}, " + f"{y} "
+                                      + "%{y:.3f}<extra></extra>")
+    if line is not None and all(np.isfinite(line)) and len(df):
+        xs = np.array([df[x].min(), df[x].max()], float)
+        fig.add_scatter(x=xs, y=line[0] + line[1] * xs, mode="lines", name="OLS fit", line=dict(color="black", dash="dash"))
+    fig.update_layout(title=f"{y} vs {x}", xaxis_title=x, yaxis_title=y, dragmode="lasso", **_LAYOUT)
+    return fig
+
+
+def randomization_lines(curves: pd.DataFrame, thresholds: pd.Series) -> go.Figure:
+    """Mean SSIM to the original map along cascading randomization, per method, with each
+    method's degradation threshold dashed (Arun et al. Fig. 3)."""
+    fig = go.Figure()
+    for k, (method, g) in enumerate(curves.groupby("method", sort=True)):
+        color = PALETTE[k % len(PALETTE)]
+        fig.add_scatter(x=g["step"], y=g["mean"], name=method, mode="lines+markers", line_color=color,
+                        error_y=dict(type="data", array=g["std"].fillna(0), visible=True))
+        if method in thresholds:
+            fig.add_scatter(x=[g["step"].iloc[0], g["step"].iloc[-1]], y=[thresholds[method]] * 2, mode="lines",
+                            line=dict(color=color, dash="dash"), name=f"{method} threshold", showlegend=False)
+    fig.update_layout(title="Cascading randomization (top layer first)", xaxis_title="randomized down to",
+                      yaxis=dict(title="SSIM to the trained model's map", range=[0, 1.05]), **_LAYOUT)
+    return fig
+
+
+def similarity_boxes(t: pd.DataFrame) -> go.Figure:
+    """SSIM distributions for repeatability and reproducibility per method, with the 0.5 line."""
+    fig = go.Figure()
+    for k, (kind, g) in enumerate(t.groupby("kind", sort=True)):
+        fig.add_box(x=g["method"], y=g["ssim"], name=kind, marker_color=PALETTE[k], boxmean=True)
+    fig.add_hline(y=0.5, line_dash="dash", line_color="grey")
+    fig.update_layout(title="Repeatability (same architecture) and reproducibility (another architecture)",
+                      boxmode="group", yaxis=dict(title="SSIM", range=[0, 1.05]), **_LAYOUT)
+    return fig
+
+
+def perturbation_lines(row: pd.Series) -> go.Figure:
+    """Deletion (ordered, random) and insertion curves of one case, black and mean-image fill."""
+    fig = go.Figure()
+    for fill in ("black", "mean"):
+        dash = "solid" if fill == "black" else "dot"
+        for name, col, color in (("deletion", f"deletion_{fill}", PALETTE[1]),
+                                 ("random deletion", f"deletion_random_{fill}", "grey"),
+                                 ("insertion", f"insertion_{fill}", PALETTE[2])):
+            y = np.asarray(row[col], float)
+            fig.add_scatter(x=np.linspace(0, 1, len(y)), y=y, mode="lines", name=f"{name} ({fill})",
+                            line=dict(color=color, dash=dash))
+    fig.update_layout(title="Deletion / insertion curves", xaxis_title="fraction of regions perturbed",
+                      yaxis=dict(title="probability", range=[0, 1.02]), **_LAYOUT)
+    return fig
+
+
+def paired_lines(f: pd.DataFrame) -> go.Figure:
+    """AUDCdiff with black vs (normalised) mean-image fill, one line per case (thesis Fig. 6)."""
+    fig = go.Figure()
+    for r in f.itertuples():
+        fig.add_scatter(x=["black", "mean image"], y=[r.audc_diff_black, r.audc_diff_mean_normalized], mode="lines+markers",
+                        line=dict(color="grey"), showlegend=False,
+                        hovertemplate=f"{r.image_id} · {r.label}: " + "%{y:.3f}<extra></extra>")
+    fig.add_hline(y=0, line_dash="dash")
+    fig.update_layout(title="AUDCdiff by fill (> 0: the explanation beats a random order)", yaxis_title="AUDCdiff",
+                      **_LAYOUT)
+    return fig

@@ -1,0 +1,49 @@
+"""Explainer benchmark: explainer × finding IoU / PLA / AUC (thesis Table 1), the occlusion
+patch/stride sweep with timings (thesis Fig. 3, Table S4), localization with CIs and the human
+benchmark comparison when a second reader exists (Saporta Fig. 2)."""
+
+import streamlit as st
+
+from cxrxai import viz
+from pages import _common as ui
+
+st.title("Explainer benchmark")
+store = ui.current_store()
+if store is None:
+    st.stop()
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+
+slice_ = st.radio("Cases", ["true_positive", "positive"], horizontal=True, key="bench_slice",
+                  format_func={"true_positive": "true positives (thesis)", "positive": "all positives (Saporta)"}.get)
+table = ui.try_report(store, "explainers", model_id, slice_=slice_)
+if table is not None and not table.empty:
+    value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
+    ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
+    st.dataframe(table.round(3), hide_index=True)
+    ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench")
+    st.caption("IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
+               "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count.")
+
+st.subheader("Occlusion patch / stride")
+sweep = ui.try_report(store, "occlusion-sweep", model_id)
+if sweep is not None and not sweep.empty:
+    ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
+    st.dataframe(sweep.round(3), hide_index=True)
+    ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep")
+
+st.subheader("Localization per finding (95% bootstrap CI)")
+c1, c2 = st.columns(2)
+metric = c1.radio("Metric", ["iou", "hit"], horizontal=True, key="loc_metric")
+method = c2.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="loc_method")
+loc = ui.try_report(store, "localization", model_id, metric=metric, method=method)
+if loc is not None:
+    st.dataframe(loc.round(3), hide_index=True)
+    ui.download_csv(loc, f"{model_id}-{method}-{metric}.csv", key="dl_loc")
+
+st.subheader("Against a human benchmark")
+hb = ui.try_report(store, "human-benchmark", model_id, metric=metric, method=method)
+if hb is not None:
+    st.dataframe(hb.round(2), hide_index=True)
+    ui.download_csv(hb, f"{model_id}-human-benchmark.csv", key="dl_hb")

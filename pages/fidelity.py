@@ -1,0 +1,32 @@
+"""Fidelity: deletion / insertion curves for a case and AUDCdiff distributions (thesis §2.4)."""
+
+import streamlit as st
+
+from cxrxai import viz
+from pages import _common as ui
+
+st.title("Fidelity")
+store = ui.current_store()
+if store is None:
+    st.stop()
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+
+summary = ui.try_report(store, "fidelity", model_id)
+if summary is None:
+    st.stop()
+st.dataframe(summary.round(3), hide_index=True)
+ui.download_csv(summary, f"{model_id}-fidelity.csv", key="dl_fid")
+
+rows = store.table("fidelity", model_id=model_id)
+choice = st.selectbox("Case", range(len(rows)), key="fid_case",
+                      format_func=lambda i: f"{rows.image_id.iloc[i]} · {rows.label.iloc[i]} · {rows.method.iloc[i]}")
+row = rows.iloc[choice]
+c1, c2 = st.columns(2)
+with c1:
+    ui.chart(viz.perturbation_lines(row), key="curves")
+    st.caption(f"Faithfulness correlation {row.faithfulness:.3f} · AUDCdiff black {row.audc_diff_black:.3f}, "
+               f"mean image {row.audc_diff_mean:.3f} (normalised {row.audc_diff_mean_normalized:.3f})")
+with c2:
+    ui.chart(viz.paired_lines(rows), key="paired")

@@ -1,0 +1,49 @@
+"""Geometry & confidence: localization regressed on lesion geometry (Saporta Table 1) and on
+model confidence (Table 2), with scatter plots and fitted lines; a lasso or box selection
+opens those cases in the explorer."""
+
+import streamlit as st
+
+from cxrxai import reports, stats, viz
+from pages import _common as ui
+
+st.title("Geometry & confidence")
+store = ui.current_store()
+if store is None:
+    st.stop()
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+method = st.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="geo_method")
+
+st.subheader("Localization ~ lesion geometry (single-feature OLS, Bonferroni k = 4)")
+norm = st.radio("Predictor normalization", ["minmax", "zscore"], horizontal=True, key="geo_norm",
+                help="min–max as CheXlocalize's code; z-score as the paper's text")
+reg = ui.try_report(store, "geometry", model_id, method=method, normalize=norm)
+if reg is not None and not reg.empty:
+    st.dataframe(reg.round(4), hide_index=True)
+    ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo")
+    cases = reports.localization_cases(store, model_id, slice_="positive", method=method)
+    geo = store.table("geometry", reader="gt", dominant="most_points")
+    df = cases.merge(geo, on=["image_id", "label"])
+    c1, c2 = st.columns(2)
+    feature = c1.selectbox("Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature")
+    outcome = c2.radio("Outcome", ["iou", "hit"], horizontal=True, key="geo_outcome")
+    event = ui.chart(viz.regression_scatter(df, feature, outcome, line=stats.ols_line(df, outcome, feature)),
+                     key="geo_scatter", select=True)
+    picked = ui.selected_points(event)
+    if picked:
+        ui.remember("cases", sorted({p["customdata"][0] for p in picked}))
+        ui.remember("finding", picked[0]["customdata"][1])
+        st.success(f"{len(picked)} cases selected.")
+        st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
+
+st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
+metric = st.radio("Localization", ["iou_gated", "iou_full", "hit"], horizontal=True, key="conf_metric",
+                  help="full dataset (Saporta Table 2): maps of every test image, negatives score 0 when segmented")
+conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
+if conf is not None and not conf.empty:
+    st.dataframe(conf.round(3), hide_index=True)
+    ui.download_csv(conf, f"{model_id}-confidence-regressions.csv", key="dl_conf")
+    cases = reports.localization_cases(store, model_id, slice_="all", method=method)
+    ui.chart(viz.regression_scatter(cases, "prob", metric, line=stats.ols_line(cases, metric, "prob")), key="conf_scatter")

@@ -1,0 +1,70 @@
+"""Overview: what the store holds — datasets, cohort, labels, models, AUROC and thresholds."""
+
+import streamlit as st
+
+from cxrxai import summaries, viz
+from pages import _common as ui
+
+st.title("Overview")
+store = ui.current_store()
+if store is None:
+    st.stop()
+
+info = store.info()
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Images", f"{info['counts'].get('images', 0):,}")
+c2.metric("Predictions", f"{info['counts'].get('predictions', 0):,}")
+c3.metric("Annotations", f"{info['counts'].get('annotations', 0):,}")
+c4.metric("Saliency maps", f"{info['counts'].get('maps', 0):,}")
+st.caption(f"Store `{store.path}` · schema v{info['schema_version']} · built {info['built_at'] or 'never'} · "
+           f"explainers: {', '.join(info['explainers']) or 'none yet'}")
+with st.expander("Rows per table"):
+    st.dataframe([{"table": k, "rows": v} for k, v in info["counts"].items()], hide_index=True)
+
+datasets = store.datasets()
+if datasets.empty:
+    st.warning("The store holds no dataset yet. Fill it with `python -m cxrxai demo`.")
+    st.stop()
+
+st.subheader("Datasets")
+st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at"]], hide_index=True)
+dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
+
+st.subheader("Cohort")
+left, right = st.columns(2)
+counts = store.image_counts(["split", "sex", "age_bin"], dataset=dataset)
+with left:
+    ui.chart(viz.cohort_bars(counts.fillna("missing")), key="cohort_chart")
+cohort = summaries.cohort_table(store, dataset=dataset)
+with right:
+    st.dataframe(cohort, hide_index=True)
+    ui.download_csv(cohort, f"{dataset}-cohort.csv", key="dl_cohort")
+
+labels = summaries.label_table(store, dataset=dataset)
+ui.chart(viz.prevalence_bars(labels), key="prevalence_chart")
+ui.download_csv(labels, f"{dataset}-labels.csv", key="dl_labels")
+
+st.subheader("Models")
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+spec = store.model_spec(model_id)
+st.markdown(
+    f"**{spec.arch}** · input {spec.input_size} px · explains the **{spec.explained_output}** · "
+    f"Grad-CAM layer `{spec.cam_layer}` · normalisation: {spec.card.get('normalization', 'mean/std ' + str(spec.mean))}"
+)
+if spec.card.get("description"):
+    st.caption(spec.card["description"])
+
+split = st.radio("Split", ["test", "val", "train"], horizontal=True, key="perf_split")
+perf = ui.model_performance(str(store.path), ui.version(store), model_id, split)
+if perf.empty:
+    st.info(f"No {split} predictions for {model_id} in the store.")
+else:
+    ui.chart(viz.auroc_bars(perf, title=f"{split.capitalize()} AUROC per label (95% bootstrap CI)"), key="auroc_chart")
+    st.dataframe(perf.round(3), hide_index=True)
+    ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
+thresholds = store.thresholds(model_id)
+if not thresholds.empty:
+    st.caption("Decision thresholds (probability ≥ threshold is positive), chosen on the validation split:")
+    st.dataframe(thresholds[["label", "threshold", "method", "criterion", "split"]].round(4), hide_index=True)

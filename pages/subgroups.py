@@ -1,0 +1,59 @@
+"""Subgroups: TPR / FPR / FNR per finding by sex, age bin and their intersection (with CIs and
+n), No Finding under/overdiagnosis, and explanation metrics by subgroup. Selecting a bar opens
+those cases in the explorer."""
+
+import streamlit as st
+
+from cxrxai import viz
+from pages import _common as ui
+
+st.title("Subgroups")
+store = ui.current_store()
+if store is None:
+    st.stop()
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+path, built = str(store.path), ui.version(store)
+
+c1, c2, c3 = st.columns(3)
+grouping = c1.radio("Group by", ["sex", "age_bin", "sex × age_bin"], horizontal=True, key="grouping")
+by = ["sex", "age_bin"] if grouping == "sex × age_bin" else [grouping]
+rate = c2.radio("Rate", ["tpr", "fpr", "fnr"], horizontal=True, key="rate", format_func=str.upper)
+ci = c3.radio("Interval", ["wilson", "bootstrap"], horizontal=True, key="ci")
+
+rates = ui.try_report(store, "subgroup-tpr", model_id, by=by, ci=ci)
+if rates is not None and not rates.empty:
+    event = ui.chart(viz.rate_bars(rates, by, rate=rate), key="rate_chart", select=True)
+    points = ui.selected_points(event)
+    if points:
+        label, *group = points[0]["customdata"][: 1 + len(by)]
+        ui.remember("finding", label)
+        ui.remember("subgroup", dict(zip(by, group)))
+        ui.remember("cases", None)
+        st.success(f"Selected {label} · {' · '.join(group)}.")
+        st.page_link("pages/explorer.py", label="Open these cases in the explorer", icon=":material/image_search:")
+    cols = ["label", *by, "n", "n_pos", "n_neg", rate, f"{rate}_lower", f"{rate}_upper", f"{rate}_gap_overall",
+            f"{rate}_gap_median", "auroc", "small"]
+    st.dataframe(rates[[c for c in cols if c in rates]].round(3), hide_index=True)
+    ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}.csv", key="dl_rates")
+    st.caption("Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
+               "10 positives (or negatives, for FPR) are flagged `small`, never dropped.")
+
+st.subheader("No Finding: underdiagnosis (FPR) and overdiagnosis (FNR)")
+under = ui.try_report(store, "underdiagnosis", model_id, by=by)
+if under is not None:
+    st.dataframe(under, hide_index=True)
+    ui.download_csv(under, f"{model_id}-underdiagnosis.csv", key="dl_under")
+
+st.subheader("Explanation quality by subgroup")
+c1, c2 = st.columns(2)
+method = c1.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="sub_method",
+                      help="Grad-CAM and Grad-CAM++ cover every test case; the costlier explainers a sample")
+metric = c2.selectbox("Metric", ["roc_auc", "iou", "hit"], key="sub_metric")
+expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=by if len(by) == 1 else "sex", method=method,
+                     metric=metric)
+if expl is not None and not expl.empty:
+    ui.chart(viz.group_metric_bars(expl, by if len(by) == 1 else ["sex"], metric=metric), key="expl_chart")
+    st.dataframe(expl.round(3), hide_index=True)
+    ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl")

@@ -1,0 +1,39 @@
+"""Trust: cascading randomization with degradation thresholds, repeatability and
+reproducibility, and the PASS/FAIL summary (Arun et al.)."""
+
+import streamlit as st
+
+from cxrxai import viz
+from pages import _common as ui
+
+st.title("Trust")
+store = ui.current_store()
+if store is None:
+    st.stop()
+model_id = ui.pick_model(store)
+if model_id is None:
+    st.stop()
+data_range = st.radio("SSIM data range", [1.0, 2.0], horizontal=True, key="dr",
+                      help="2.0 reproduces Arun et al. (scikit-image's old float default); 1.0 is correct for [0, 1] maps")
+
+table = ui.try_report(store, "trust", model_id, data_range=data_range)
+if table is not None:
+    st.subheader("Summary (PASS = significantly better than the baseline, one-sided p < 0.005)")
+    st.dataframe(table.round(3), hide_index=True)
+    ui.download_csv(table, f"{model_id}-trust.csv", key="dl_trust")
+
+curves = ui.try_report(store, "randomization", model_id, data_range=data_range)
+if curves is not None and not curves.empty:
+    t = store.table("trust", model_id=model_id, kind="threshold")
+    thresholds = t[t.data_range == data_range].set_index("method")["ssim"]
+    ui.chart(viz.randomization_lines(curves, thresholds), key="rand_chart")
+    ui.download_csv(curves, f"{model_id}-randomization.csv", key="dl_rand")
+
+sim = store.table("trust", model_id=model_id)
+sim = sim[sim.kind.isin(["repeatability", "reproducibility"]) & (sim.data_range == data_range)] if not sim.empty else sim
+if sim.empty:
+    ui.missing("repeatability/reproducibility scores (they need a second DenseNet-121 and a second architecture)",
+               "python -m cxrxai train --seed 1 --name demo-densenet121-seed1 && python -m cxrxai demo")
+else:
+    ui.chart(viz.similarity_boxes(sim), key="sim_chart")
+    st.caption("Other models: " + ", ".join(sorted(sim.other_model.unique())))

@@ -1,0 +1,96 @@
+"""A real browser: start the app, drive headless Chromium through every page, move the
+occlusion sliders and check that a recomputed map appears and no page shows an error.
+
+Screenshots are kept in ``tests/artifacts/`` (the README shows two of them). Needs Debian's
+``chromium`` (``/usr/bin/chromium``; ``.ci/run`` installs it); Playwright drives it directly,
+without downloading a browser of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+PAGES = [("", "Overview"), ("explorer", "Image explorer"), ("subgroups", "Subgroups"),
+         ("benchmark", "Explainer benchmark"), ("geometry", "Geometry & confidence"), ("trust", "Trust"),
+         ("fidelity", "Fidelity")]
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium at /usr/bin/chromium")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_full_store):
+    port = _free_port()
+    env = {**os.environ, "CXRXAI_STORE": str(tiny_full_store)}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.headless", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the app did not start: " + proc.stdout.read().decode()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _no_error(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+
+
+def test_every_page_and_live_occlusion_in_chromium(app_url):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        for path, title in PAGES:
+            page.goto(f"{app_url}/{path}")
+            page.get_by_role("heading", name=title).first.wait_for(timeout=90_000)
+            page.wait_for_timeout(1500)
+            _no_error(page)
+            page.screenshot(path=str(ARTIFACTS / f"page-{path or 'overview'}.png"), full_page=True)
+
+        page.goto(f"{app_url}/explorer")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
+        explainer.click()
+        page.get_by_role("option", name="occlusion", exact=True).click()
+        page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
+        for label, key in (("Patch (px)", "ArrowLeft"), ("Stride (px)", "ArrowLeft")):
+            slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
+            slider.focus()
+            slider.press(key)
+            page.wait_for_timeout(800)
+        live = page.get_by_text("recomputed live").first
+        live.wait_for(timeout=120_000)
+        _no_error(page)
+        page.screenshot(path=str(ARTIFACTS / "explorer-occlusion-live.png"), full_page=True)
+        assert "occlusion" in live.inner_text()
+        browser.close()

@@ -1,0 +1,92 @@
+"""The live worker: one queue, cached results, superseded and cancelled jobs, partial occlusion."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from cxrxai.explain import OcclusionGrid, explain
+from cxrxai.live import Job, JobState, LiveWorker, explain_job
+
+
+@pytest.fixture()
+def worker():
+    w = LiveWorker(cache_size=2)
+    yield w
+    w.close()
+
+
+def _blocking_job(key, owner, gate: threading.Event, started: threading.Event | None = None) -> Job:
+    def run(progress, cancelled):
+        if started:
+            started.set()
+        while not gate.wait(0.01):
+            if cancelled():
+                raise RuntimeError("stopped")
+        yield "final", key
+
+    return Job(key=(key,), owner=owner, run=run)
+
+
+def test_occlusion_job_yields_the_coarse_grid_then_the_exact_map(worker, tiny_net, image):
+    params = {"patch": 8, "stride": 4, "baseline": "black"}
+    job = worker.submit(explain_job(tiny_net, image, 1, "occlusion", params, owner="a", case_key=("s", "c1")))
+    assert job.wait(30) and job.state == JobState.DONE, job.error
+    assert isinstance(job.result, OcclusionGrid)
+    expected = explain(tiny_net, image, 1, "occlusion", **params)
+    np.testing.assert_allclose(job.result.to_map(), expected, atol=1e-5)
+    assert job.progress[0] == job.progress[1] > 0 and job.seconds is not None
+
+
+def test_identical_request_is_served_from_the_cache(worker, tiny_net, image):
+    make = lambda: explain_job(tiny_net, image, 0, "gradcam", {}, owner="a", case_key=("s", "c1"))  # noqa: E731
+    first = worker.submit(make())
+    assert first.wait(30) and first.state == JobState.DONE
+    assert worker.submit(make()) is first
+    other = worker.submit(explain_job(tiny_net, image, 2, "gradcam", {}, owner="a", case_key=("s", "c1")))
+    assert other is not first and other.wait(30)
+
+
+def test_a_viewers_newer_request_supersedes_its_queued_one_but_not_others(worker):
+    gate, started = threading.Event(), threading.Event()
+    running = worker.submit(_blocking_job("running", "x", gate, started))
+    assert started.wait(5)
+    old = worker.submit(_blocking_job("old", "viewer", gate))
+    someone_else = worker.submit(_blocking_job("else", "other", gate))
+    new = worker.submit(_blocking_job("new", "viewer", gate))
+    assert old.state == JobState.CANCELLED and old.wait(0)
+    assert worker.queue_length() == 2
+    gate.set()
+    for job in (running, someone_else, new):
+        assert job.wait(5) and job.state == JobState.DONE
+    assert new.result == "new"
+
+
+def test_cancel_stops_a_running_job_and_keeps_the_worker_alive(worker, tiny_net, image):
+    gate, started = threading.Event(), threading.Event()
+    job = worker.submit(_blocking_job("slow", "a", gate, started))
+    assert started.wait(5)
+    job.cancel()
+    assert job.wait(5) and job.state == JobState.CANCELLED
+    after = worker.submit(explain_job(tiny_net, image, 0, "gradcam", {}, owner="a", case_key=("s", "c2")))
+    assert after.wait(30) and after.state == JobState.DONE
+
+
+def test_a_failing_job_reports_its_error(worker, tiny_net, image):
+    job = worker.submit(explain_job(tiny_net, image, 0, "occlusion", {"patch": 99}, owner="a", case_key=("s", "c3")))
+    assert job.wait(30) and job.state == JobState.FAILED
+    assert "ExplainerError" in job.error and "does not fit" in job.error
+
+
+def test_close_cancels_queued_work_and_refuses_more(tiny_net, image):
+    w = LiveWorker()
+    gate, started = threading.Event(), threading.Event()
+    running = w.submit(_blocking_job("running", "a", gate, started))
+    assert started.wait(5)
+    queued = w.submit(_blocking_job("queued", "b", gate))
+    w.close(timeout=5)
+    assert running.state == JobState.CANCELLED and queued.state == JobState.CANCELLED
+    with pytest.raises(RuntimeError, match="closed"):
+        w.submit(_blocking_job("late", "c", gate))
