@@ -1,0 +1,55 @@
+# Two commands do all the set-up on a fresh machine:
+#   make app   — create .venv, install, build the demo store if missing, run the app
+#   make test  — create .venv, install (with test tools), run the tests
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STORE  := data_cache/demo.duckdb
+MODEL  := data_cache/models/demo-densenet121.pt
+
+.PHONY: app test demo train train-extra bench install install-test clean-demo
+
+app: $(STORE)
+	$(BIN)/streamlit run app.py
+
+test: $(VENV)/.test-installed
+	$(BIN)/python -m pytest; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m cxrxai demo
+
+train: $(VENV)/.installed
+	$(BIN)/python -m cxrxai demo --train
+
+# The second DenseNet-121 (repeatability) and a second architecture (reproducibility), Arun et al.
+train-extra: $(VENV)/.installed
+	$(BIN)/python -m cxrxai train --seed 1 --name demo-densenet121-seed1
+	$(BIN)/python -m cxrxai train --arch resnet18 --name demo-resnet18
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m benchmarks.explainers
+	$(BIN)/python -m benchmarks.reports
+	$(BIN)/python -m benchmarks.app_latency
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.test-installed
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: requirements.txt | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	touch $(VENV)/.installed $@
+
+$(STORE): | $(VENV)/.installed $(MODEL)
+	$(BIN)/python -m cxrxai demo
+
+$(MODEL): | $(VENV)/.installed
+	$(BIN)/python -m cxrxai train
+
+clean-demo:
+	rm -rf data_cache/demo data_cache/demo.duckdb*
