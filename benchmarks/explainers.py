@@ -4,8 +4,8 @@
 
 Occlusion: Captum's default ``Occlusion`` (one copy per forward) vs ours, over the thesis's
 patch/stride grid at 256 px, with the maps' largest difference; then seconds per map for
-Grad-CAM (ours, Captum, closed form), Grad-CAM++, IG (50 steps) and GradientSHAP. Ratios, not
-absolute seconds, are what carries across machines. Results also go to
+Grad-CAM (ours, Captum, closed form), Grad-CAM++, IG (50 steps) and GradientSHAP; predictions
+and image decoding in images/s. Ratios, not absolute seconds, are what carries across machines. Results also go to
 ``benchmarks/results/explainers-<device>.json``.
 """
 
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from cxrxai import paths
-from cxrxai.bench import bench_explainers, bench_occlusion, bench_predictions, machine
+from cxrxai.bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
 from cxrxai.explain.stage import SWEEP
 from cxrxai.models.registry import load
 
@@ -32,6 +32,7 @@ def main() -> None:
                           progress=lambda line: print(line, flush=True))
     exp = bench_explainers(model, size=args.size)
     pred = bench_predictions(model, size=model.spec.input_size)
+    dec = bench_decoding(size=model.spec.input_size)
     info = machine()
     print(f"\n{info}\n")
     print(f"{'patch/stride':>12} {'positions':>9} {'captum s':>9} {'batched s':>9} {'ours s':>8} {'speed-up':>8} "
@@ -45,10 +46,12 @@ def main() -> None:
     for r in exp:
         print(f"{r['method']:<48} {r['seconds']:>8.3f} s")
     print(f"{'predictions':<48} {pred['images_per_s']:>8.1f} images/s at {pred['size']} px")
+    print(f"{'decoding 1024 px PNG, one worker':<48} {dec['one_worker_images_per_s']:>8.1f} images/s")
+    print(f"{'decoding 1024 px PNG, worker pool':<48} {dec['pool_images_per_s']:>8.1f} images/s")
     out = Path(__file__).parent / "results" / f"explainers-{info['device'].split(':')[0]}-{args.size}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"machine": info, "size": args.size, "occlusion": occ, "explainers": exp,
-                               "predictions": pred}, indent=1) + "\n")
+                               "predictions": pred, "decoding": dec}, indent=1) + "\n")
     print(f"\nwritten to {out}")
 
 

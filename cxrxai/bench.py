@@ -28,7 +28,7 @@ from .explain.stage import SWEEP
 from .models.registry import LoadedModel
 from .models.spec import preprocess
 
-__all__ = ["bench_explainers", "bench_image", "bench_occlusion", "bench_predictions", "machine"]
+__all__ = ["bench_decoding", "bench_explainers", "bench_image", "bench_occlusion", "bench_predictions", "machine"]
 
 
 def machine() -> dict:
@@ -101,7 +101,7 @@ def bench_occlusion(model: LoadedModel, *, size: int = 256, settings=SWEEP, capt
     return rows
 
 
-def bench_predictions(model: LoadedModel, *, size: int = 224, n: int = 128, batch_size: int = 32) -> dict:
+def bench_predictions(model: LoadedModel, *, size: int = 224, n: int = 128, batch_size: int | None = None) -> dict:
     """Images per second of batched prediction (inference mode, channels_last) at ``size``."""
     from .models.inference import predict_logits
 
@@ -109,11 +109,36 @@ def bench_predictions(model: LoadedModel, *, size: int = 224, n: int = 128, batc
     spec = model.spec
     model.spec = spec.with_(input_size=size)
     try:
-        predict_logits(model, grey[:batch_size], batch_size=batch_size)  # warm-up
+        predict_logits(model, grey[:8], batch_size=batch_size)  # warm-up
         sec, _ = _timed(lambda: predict_logits(model, grey, batch_size=batch_size))
     finally:
         model.spec = spec
     return {"size": size, "images": n, "seconds": round(sec, 3), "images_per_s": round(n / sec, 1)}
+
+
+def bench_decoding(*, n: int = 96, source: int = 1024, size: int = 224, workers: int | None = None) -> dict:
+    """Images per second of :func:`~cxrxai.data.decode.decode_images` on ``n`` 8-bit PNGs of
+    ``source`` px (NIH's size) resized to ``size``, with one worker and with the default pool."""
+    import tempfile
+    from pathlib import Path
+
+    import cv2
+
+    from .data.decode import decode_images
+
+    big = cv2.resize(_phantom(256, "Cardiomegaly"), (source, source), interpolation=cv2.INTER_CUBIC)
+    noise = np.random.default_rng(0).integers(0, 12, (n, source, source), dtype=np.uint8)
+    out = {"images": n, "source_px": source, "size": size}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for k in range(n):
+            cv2.imwrite(str(root / f"{k:05d}.png"), cv2.add(big, noise[k]))
+        for name, w in (("one_worker", 1), ("pool", workers)):
+            items = [(f"{name}{k}", f"{k:05d}.png") for k in range(n)]  # new ids: no cache reuse
+            t = time.perf_counter()
+            decode_images(root, items, size, root / "cache", workers=w)
+            out[f"{name}_images_per_s"] = round(n / (time.perf_counter() - t), 1)
+    return out
 
 
 def bench_explainers(model: LoadedModel, *, size: int = 256, repeat: int = 2) -> list[dict]:

@@ -83,13 +83,14 @@ class Stage:
 
 # --------------------------------------------------------------------------- stages
 
-def predictions_stage(ctx: BuildContext, *, batch_size: int = 32, verify: int = 32) -> dict:
+def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verify: int = 32) -> dict:
     """Predict every image of the dataset that has no prediction from this model yet.
 
     With ``ctx.options["prediction_cache"]`` (an ``.npz`` of image ids and logits written next to
     the weights), cached logits are used when the cache names this model's weights hash and a
     live forward of ``verify`` random images agrees within 1e-3; otherwise everything is
-    predicted, and the cache is (re)written when the option asks for it.
+    predicted, and the cache is (re)written when the option asks for it. ``batch_size``: see
+    :func:`~cxrxai.models.inference.predict_logits`.
     """
     model_id = ctx.model.spec.name
     all_ids = ctx.options.get("image_ids") or ctx.writer.images(dataset=ctx.dataset)["image_id"].tolist()
@@ -110,7 +111,7 @@ def predictions_stage(ctx: BuildContext, *, batch_size: int = 32, verify: int = 
                 logits = np.stack([cached[i] for i in ids])
                 ctx.writer.put_predictions(model_id, ids, ctx.model.spec.labels, logits, sigmoid(logits))
             return {"predicted": len(todo), "skipped": len(done), "from_cache": str(cache), "verified_on": len(sample)}
-    chunk = batch_size * 8
+    chunk = 256  # images decoded, predicted and written per step
     for start in range(0, len(todo), chunk):
         ids = todo[start:start + chunk]
         logits = predict_logits(ctx.model, ctx.load_images(ids), batch_size=batch_size)

@@ -68,7 +68,7 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
 
 @command("bench", "time explainers against Captum's defaults on this machine (occlusion grid of the thesis)", _add_bench)
 def _bench(args) -> int:
-    from ..bench import bench_explainers, bench_occlusion, bench_predictions, machine
+    from ..bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
     from ..explain.stage import SWEEP
 
     model = _load_model(args.model)
@@ -78,7 +78,8 @@ def _bench(args) -> int:
                                            engines=tuple(args.engines.split(",")), low_precision=args.low_precision,
                                            progress=lambda line: print(line, file=sys.stderr)),
               "explainers": bench_explainers(model, size=args.size),
-              "predictions": bench_predictions(model, size=model.spec.input_size)}
+              "predictions": bench_predictions(model, size=model.spec.input_size),
+              "decoding": bench_decoding(size=model.spec.input_size)}
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -13,10 +13,15 @@ from .spec import preprocess
 __all__ = ["predict_logits", "sigmoid"]
 
 
-def predict_logits(model: LoadedModel, images: Sequence[np.ndarray] | np.ndarray, *, batch_size: int = 32,
+def predict_logits(model: LoadedModel, images: Sequence[np.ndarray] | np.ndarray, *, batch_size: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-    """Logits (N, n_labels) float32 for a stack or sequence of (H, W) uint8 images."""
+    """Logits (N, n_labels) float32 for a stack or sequence of (H, W) uint8 images.
+
+    ``batch_size`` defaults to 8 on CPU (small batches stay in cache: DenseNet-121 ran 65 ms
+    per image at batch 8 and 87–95 ms at 32 on 2 cores) and 64 on a GPU.
+    """
     n = len(images)
+    batch_size = batch_size or (64 if model.device.type == "cuda" else 8)
     out = np.empty((n, len(model.spec.labels)), np.float32)
     with torch.inference_mode():
         for start in range(0, n, batch_size):
