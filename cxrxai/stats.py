@@ -40,6 +40,7 @@ __all__ = [
     "spearman_ci",
     "stars",
     "wilson_ci",
+    "wilson_cis",
 ]
 
 NORMALIZATIONS = ("minmax", "zscore", "none")
@@ -212,7 +213,15 @@ def confidence_regressions(df: pd.DataFrame, metric: str, *, prob: str = "prob",
 
 def wilson_ci(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval; (NaN, NaN) when n = 0."""
-    if n == 0:
-        return float("nan"), float("nan")
-    lo, hi = proportion_confint(int(successes), int(n), alpha=1 - level, method="wilson")
-    return float(lo), float(hi)
+    lo, hi = wilson_cis(np.array([successes]), np.array([n]), level=level)
+    return float(lo[0]), float(hi[0])
+
+
+def wilson_cis(successes: np.ndarray, n: np.ndarray, *, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals of many proportions in one call; NaN where n = 0."""
+    k, n = np.asarray(successes, float), np.asarray(n, float)
+    ok = n > 0
+    lo, hi = np.full(k.shape, np.nan), np.full(k.shape, np.nan)
+    if ok.any():
+        lo[ok], hi[ok] = proportion_confint(k[ok], n[ok], alpha=1 - level, method="wilson")
+    return lo, hi

@@ -58,6 +58,19 @@ def test_auroc_with_hanley_mcneil_interval():
     assert r["auroc_lower"] < r["auroc"] < r["auroc_upper"]
 
 
+def test_auroc_equals_sklearn_with_ties_per_group():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(5)
+    n = 400
+    t = pd.DataFrame({"label": "Mass", "sex": rng.choice(["F", "M"], n), "ground_truth": rng.integers(0, 2, n),
+                      "prob": rng.integers(0, 7, n) / 6})  # coarse probabilities: many ties
+    t["predicted"] = (t.prob >= 0.5).astype(int)
+    got = subgroup_rates(t, "sex").set_index("sex")["auroc"]
+    for sex, g in t.groupby("sex"):
+        assert got[sex] == pytest.approx(roc_auc_score(g.ground_truth, g.prob), abs=1e-12)
+
+
 def test_underdiagnosis_counts_and_rounding():
     t = _table().assign(label="No Finding")
     u = underdiagnosis(t, "sex").set_index("sex")

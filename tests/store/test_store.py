@@ -64,6 +64,22 @@ def test_round_trip_of_cases_models_predictions_thresholds_and_maps(store_path):
         assert s.labels_wide().loc["i3", "B"] == 1
 
 
+def test_prediction_table_is_kept_per_published_version_and_handed_out_as_a_copy(store_path):
+    spec = ModelSpec(name="m", arch="densenet121", labels=("A", "B"), thresholds={"A": 0.5})
+    logits = np.zeros((3, 2), np.float32)
+    with write_store(store_path) as w:
+        w.put_model(spec, weights_path="m.pt")
+        w.put_predictions("m", ["i1", "i2", "i3"], spec.labels, logits, np.full((3, 2), 0.5, np.float32))
+    with open_store(store_path) as s:
+        first = s.prediction_table("m")
+        first["prob"] = -1.0  # a caller scribbling on its copy
+        assert (s.prediction_table("m")["prob"] == 0.5).all()
+        with write_store(store_path) as w:
+            w.put_predictions("m", ["i1", "i2", "i3"], spec.labels, logits, np.full((3, 2), 0.9, np.float32))
+        assert s.refresh()
+        assert np.allclose(s.prediction_table("m")["prob"], 0.9)  # the new version, not the kept one
+
+
 def test_upserts_replace_instead_of_duplicating(store_path):
     with write_store(store_path) as w:
         w.put_images(_images(["i1"], split="val"))
