@@ -6,6 +6,7 @@ with the table or figure each reproduces. Conventions are options, defaulting to
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .metrics import fairness, trust
 from .store import Store
 from .summaries import model_performance
 
-__all__ = ["REPORTS", "Report", "localization_cases", "run_report"]
+__all__ = ["REPORTS", "Report", "localization_cases", "report_options", "run_report"]
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,30 @@ REPORTS: dict[str, Report] = {r.name: r for r in [
 ]}
 
 
-def run_report(store: Store, name: str, model_id: str, **options) -> pd.DataFrame:
+def report_options(name: str) -> dict[str, object]:
+    """The options of report ``name`` with their defaults (``slice_`` is spelled ``slice``)."""
     if name not in REPORTS:
         raise UnknownNameError("report", name, REPORTS)
-    return REPORTS[name].fn(store, model_id, **options)
+    params = list(inspect.signature(REPORTS[name].fn).parameters.values())[2:]
+    return {p.name.rstrip("_"): p.default for p in params}
+
+
+def run_report(store: Store, name: str, model_id: str, **options) -> pd.DataFrame:
+    """Run report ``name``. Options as typed on a command line are accepted: ``slice`` for
+    ``slice_``, and ``by="sex,age_bin"`` for the intersection.
+
+    >>> run_report(None, "subgroup-tpr", "m", colour="red")
+    Traceback (most recent call last):
+    ...
+    cxrxai.errors.UnknownNameError: unknown option of report 'subgroup-tpr' 'colour'; allowed: 'by', 'ci', 'split'
+    """
+    allowed = report_options(name)
+    kwargs = {}
+    for key, value in options.items():
+        key = key.rstrip("_")
+        if key not in allowed:
+            raise UnknownNameError(f"option of report {name!r}", key, allowed)
+        if key == "by" and isinstance(value, str) and "," in value:
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        kwargs[key + "_" if key == "slice" else key] = value
+    return REPORTS[name].fn(store, model_id, **kwargs)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from cxrxai.cli import main
+from cxrxai.errors import UnknownNameError
 from cxrxai.explain.stage import native_map
 from cxrxai.reports import REPORTS, run_report
 from cxrxai.store import open_store
@@ -78,6 +79,20 @@ def test_report_cli_json(tiny_full_store, capsys):
                  "--option", "by=age_bin"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {"age_bin", "fpr", "fnr", "n_NNF", "n_PNF"} <= set(rows[0])
+
+
+def test_report_cli_options_as_typed(tiny_full_store, capsys):
+    """``slice`` names the ``slice_`` keyword; ``by=sex,age_bin`` is the intersection."""
+    assert main(["report", "subgroup-tpr", "--store", str(tiny_full_store), "--json", "--option", "by=sex,age_bin"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"sex", "age_bin", "tpr"} <= set(rows[0])
+    assert main(["report", "explainers", "--store", str(tiny_full_store), "--csv", "--option", "slice=positive"]) == 0
+    assert "explainer" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_report_unknown_option_names_the_allowed_ones(store):
+    with pytest.raises(UnknownNameError, match="allowed: 'by', 'ci', 'split'"):
+        run_report(store, "subgroup-tpr", "tiny-densenet121", colour="red")
 
 
 def test_export_segmentations_in_chexlocalize_format(tiny_full_store, tmp_path):

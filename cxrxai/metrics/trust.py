@@ -119,6 +119,22 @@ def degradation_threshold(maps: list[np.ndarray], *, n_pairs: int = 50, data_ran
     return float(np.mean(vals))
 
 
+def _one_sided_p(x: np.ndarray, alternative: str) -> float:
+    """One-sample t-test of mean(x) against 0. Constant samples (SSIM 1.0 of a model with
+    itself) have no variance: the verdict is then certain, p = 0 on the tested side and 1 on
+    the other, instead of SciPy's precision-loss warning and NaN.
+
+    >>> _one_sided_p(np.array([0.2, 0.2, 0.2]), "greater"), _one_sided_p(np.array([0.2, 0.2]), "less")
+    (0.0, 1.0)
+    """
+    if len(x) < 2:
+        return float("nan")
+    if np.ptp(x) <= 1e-12 * max(1.0, float(np.abs(x).max())):
+        m = float(x.mean())
+        return 0.0 if (m > 0 if alternative == "greater" else m < 0) else 1.0
+    return float(sps.ttest_1samp(x, 0, alternative=alternative).pvalue)
+
+
 def pass_fail(scores: pd.DataFrame, *, alpha: float = 0.005, low: float = 0.5) -> pd.DataFrame:
     """Arun et al.'s PASS/FAIL table from per-image scores.
 
@@ -136,12 +152,11 @@ def pass_fail(scores: pd.DataFrame, *, alpha: float = 0.005, low: float = 0.5) -
         for crit, c in g.groupby("criterion"):
             v = c["value"].to_numpy(float)
             if crit == "utility":
-                diff = v - c["baseline"].to_numpy(float)
-                p = sps.ttest_1samp(diff, 0, alternative="greater").pvalue if len(v) > 1 else np.nan
+                p = _one_sided_p(v - c["baseline"].to_numpy(float), "greater")
             elif crit == "randomization":
-                p = sps.ttest_1samp(v - c["baseline"].to_numpy(float), 0, alternative="less").pvalue if len(v) > 1 else np.nan
+                p = _one_sided_p(v - c["baseline"].to_numpy(float), "less")
             else:
-                p = sps.ttest_1samp(v, low, alternative="greater").pvalue if len(v) > 1 else np.nan
+                p = _one_sided_p(v - low, "greater")
             row[crit] = "PASS" if np.isfinite(p) and p < alpha else "FAIL"
             row[f"{crit}_mean"] = float(np.mean(v))
             row[f"{crit}_p"] = float(p)
