@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hmac
 import os
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import cv2
 import numpy as np
@@ -32,6 +35,60 @@ SELECTED = {"model": "sel_model", "finding": "sel_finding", "case": "sel_case", 
 
 
 PASSWORD_ENV = "CXRXAI_PASSWORD"
+_ROUTING = threading.local()
+
+
+# --------------------------------------------------------------------------- routing
+SECTIONS = {
+    "Audit": [("overview", "Overview", "dashboard"), ("explorer", "Image explorer", "image_search"),
+              ("subgroups", "Subgroups", "groups")],
+    "Explanations": [("benchmark", "Explainer benchmark", "leaderboard"),
+                     ("geometry", "Geometry & confidence", "scatter_plot"), ("trust", "Trust", "verified"),
+                     ("fidelity", "Fidelity", "stacked_line_chart")],
+}
+
+
+def _navigation(position: str = "sidebar") -> st.Page:
+    return st.navigation({
+        section: [st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "overview")
+                  for name, title, icon in pages]
+        for section, pages in SECTIONS.items()}, position=position)
+
+
+def app_shell() -> st.Page:
+    """What every page stands in: page config, the password gate, the sidebar and the
+    navigation; returns the page the navigation chose."""
+    st.set_page_config(page_title="cxrxai — chest X-ray classifier audit", page_icon=":material/radiology:",
+                       layout="wide")
+    if not password_gate():
+        st.stop()
+    sidebar()
+    return _navigation()
+
+
+@contextmanager
+def routing() -> Iterator[None]:
+    """``app.py`` runs the chosen page inside this block."""
+    _ROUTING.active = True
+    try:
+        yield
+    finally:
+        _ROUTING.active = False
+
+
+def require_app() -> None:
+    """Send a page run that did not come through ``app.py`` back through it, on the same page.
+
+    Until ``st.navigation`` has been called in a server process, Streamlit treats a ``pages/``
+    folder beside the entry point the old way: a first visitor's deep link (``/explorer``)
+    runs that file alone — without the sidebar, the layout or the password gate — and lists
+    every file of the folder as a page (AppTest starts every run that way). Calling
+    ``st.navigation`` switches Streamlit over; the rerun then goes through ``app.py``. Nothing
+    of the page has been drawn yet, so no widget state is lost.
+    """
+    if not getattr(_ROUTING, "active", False):
+        _navigation(position="hidden")
+        st.rerun()
 
 
 # --------------------------------------------------------------------------- access

@@ -20,6 +20,7 @@ PATCHES = [8, 12, 16, 24, 32, 48, 64]
 BASELINES = ["black", "zero", "white"]
 POLL_S = 0.5  # how often a computing map refreshes its progress and partial result
 FIRST_WAIT_S = 0.8  # how long a rerun waits for a live job before it shows progress instead
+MAP_WIDTH_PX = 560  # the overlay at most this wide (narrower in side-by-side columns)
 
 
 def _controls(method: str, key) -> dict:
@@ -65,7 +66,9 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     cmap = d3.selectbox("Colour map", list(overlay.COLORMAPS), key=key("cmap"))
     gt = ui.truth(str(store.path), ui.version(store), case_id)
     readers = sorted({r for (lab, r) in gt["masks"] if lab == label})
-    shown = st.multiselect("Ground truth (reader)", readers, default=readers, key=key("readers"))
+    # Keyed by case and finding: every new case starts with all of its readers shown (one key for
+    # all cases would carry an empty choice over from a case without ground truth).
+    shown = st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
     # The map is a fragment: while a live job runs it polls itself every POLL_S seconds without
     # re-running the page, and stops polling once the job has finished.
     polling = st.session_state.get(key("polling"), False)
@@ -91,7 +94,8 @@ def _map_view(store, model_id, case_id, label, method, params, mode, alpha, cmap
         saliency, source = _live(store, model_id, case_id, label, method, params, slot)
     _set_polling(slot, source == "computing")
     rgb = overlay.render_case(img, saliency, mode=mode, alpha=alpha, colormap=cmap, masks=masks)
-    st.image(rgb, caption=f"{method} {params or ''} · {source}", width="stretch")
+    # A film-sized view: the whole map, its scores and the sliders fit one screen.
+    st.image(rgb, caption=f"{method} {params or ''} · {source}", width=MAP_WIDTH_PX)
     if saliency is None:
         return
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))

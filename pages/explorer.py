@@ -8,6 +8,7 @@ from cxrxai.labels import AGE_BINS, FINDINGS, SEXES
 from pages import _common as ui
 from pages import _viewer
 
+ui.require_app()
 st.title("Image explorer")
 store = ui.current_store()
 if store is None:

@@ -5,6 +5,7 @@ import streamlit as st
 from cxrxai import summaries, viz
 from pages import _common as ui
 
+ui.require_app()
 st.title("Overview")
 store = ui.current_store()
 if store is None:

@@ -7,6 +7,7 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
+ui.require_app()
 st.title("Subgroups")
 store = ui.current_store()
 if store is None:

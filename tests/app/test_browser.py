@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url(tiny_full_store):
+@contextmanager
+def _serve(store):
     port = _free_port()
-    env = {**os.environ, "CXRXAI_STORE": str(tiny_full_store)}
+    env = {**os.environ, "CXRXAI_STORE": str(store)}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.headless", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -51,9 +52,31 @@ def app_url(tiny_full_store):
     else:
         proc.kill()
         pytest.fail("the app did not start: " + proc.stdout.read().decode()[-2000:])
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@contextmanager
+def _browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        try:
+            yield browser.new_page(viewport={"width": 1500, "height": 1100})
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_full_store):
+    with _serve(tiny_full_store) as url:
+        yield url
 
 
 def _no_error(page) -> None:
@@ -61,15 +84,23 @@ def _no_error(page) -> None:
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
 
 
-def test_every_page_and_live_occlusion_in_chromium(app_url):
-    from playwright.sync_api import sync_playwright
+def test_a_first_visitors_deep_link_goes_through_the_app(tiny_full_store):
+    """A fresh server's first request is a deep link: the page must still get the app's
+    sidebar and navigation (Streamlit would otherwise run ``pages/subgroups.py`` alone)."""
+    with _serve(tiny_full_store) as url, _browser() as page:
+        page.goto(f"{url}/subgroups")
+        page.get_by_role("heading", name="Subgroups").first.wait_for(timeout=90_000)
+        page.wait_for_timeout(1000)
+        _no_error(page)
+        nav = page.locator('[data-testid="stSidebarNav"]')
+        assert nav.get_by_text("Image explorer").count() == 1 and nav.get_by_text("common").count() == 0
+        assert page.get_by_text("Store").count() >= 1  # the app's sidebar ran
+        assert page.url.rstrip("/").endswith("/subgroups")
 
+
+def test_every_page_and_live_occlusion_in_chromium(app_url):
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    with _browser() as page:
         for path, title in PAGES:
             page.goto(f"{app_url}/{path}")
             page.get_by_role("heading", name=title).first.wait_for(timeout=90_000)
@@ -93,4 +124,3 @@ def test_every_page_and_live_occlusion_in_chromium(app_url):
         _no_error(page)
         page.screenshot(path=str(ARTIFACTS / "explorer-occlusion-live.png"), full_page=True)
         assert "occlusion" in live.inner_text()
-        browser.close()

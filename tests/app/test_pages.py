@@ -75,6 +75,23 @@ def test_explorer_choose_case_change_explainer_and_move_occlusion_sliders(tiny_f
     assert [m.label for m in at.metric] == ["IoU (Otsu)", "Hit", "AUC"]
 
 
+def test_explorer_shows_every_reader_of_each_new_case(tiny_full_store):
+    """A case without ground truth for the finding must not leave the next case's readers hidden."""
+    from cxrxai.store import open_store
+
+    with open_store(tiny_full_store) as s:
+        table = s.prediction_table("tiny-densenet121", split="test")
+    eff = table[table.label == "Effusion"]
+    negative, positive = eff[eff.ground_truth == 0].image_id.iloc[0], eff[eff.ground_truth == 1].image_id.iloc[0]
+    at = _app(tiny_full_store, "pages/explorer.py", sel_finding="Effusion", sel_case=negative)
+    readers = lambda: next(m for m in at.multiselect if m.label == "Ground truth (reader)")
+    assert readers().value == []
+    at.session_state["sel_case"] = positive
+    at.run()
+    assert positive in at.subheader[0].value
+    assert "gt" in readers().value and not at.exception
+
+
 def test_subgroups_bar_selection_opens_the_explorer(tiny_full_store):
     event = {"selection": {"points": [{"customdata": ["Mass", "F", 3]}], "point_indices": [0], "box": [], "lasso": []}}
     at = _app(tiny_full_store, "pages/subgroups.py", rate_chart=event)
