@@ -64,6 +64,29 @@ def test_a_viewers_newer_request_supersedes_its_queued_one_but_not_others(worker
     assert new.result == "new"
 
 
+def test_polling_the_running_job_never_queues_a_second_copy(worker):
+    """A page re-submits its request on every poll; the running job must answer it."""
+    gate, started = threading.Event(), threading.Event()
+    running = worker.submit(_blocking_job("map", "viewer", gate, started))
+    assert started.wait(5)
+    for _ in range(3):
+        assert worker.submit(_blocking_job("map", "viewer", gate)) is running
+    assert worker.queue_length() == 0
+    gate.set()
+    assert running.wait(5) and running.state == JobState.DONE
+
+
+def test_a_viewers_newer_request_cancels_its_running_one(worker):
+    """A presenter moving the stride slider gets the new setting without waiting out the old."""
+    gate, started = threading.Event(), threading.Event()
+    old = worker.submit(_blocking_job("stride16", "viewer", gate, started))
+    assert started.wait(5)
+    new = worker.submit(_blocking_job("stride12", "viewer", gate))
+    assert old.wait(5) and old.state == JobState.CANCELLED
+    gate.set()
+    assert new.wait(5) and new.state == JobState.DONE and new.result == "stride12"
+
+
 def test_cancel_stops_a_running_job_and_keeps_the_worker_alive(worker, tiny_net, image):
     gate, started = threading.Event(), threading.Event()
     job = worker.submit(_blocking_job("slow", "a", gate, started))
