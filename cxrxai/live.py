@@ -6,12 +6,19 @@ viewer (a viewer's newer request supersedes its queued older ones), with progres
 results (the coarse occlusion grid before the fine one) and cancellation. Results are kept in
 a small LRU cache keyed by everything that determines the map, so moving a slider back is
 instant. No Streamlit here: pages poll :class:`Job` objects.
+
+With ``LiveWorker(process=True)`` (the app's choice) the maps are computed in one spawned
+child process: torch releases the GIL inside each operator and must win it back after, so in
+a busy server process (page reruns, websockets) every forward waits on other threads. The
+worker thread then only relays progress and partial results, and a job that knows its model's
+weights file (``explain_job(..., weights_path=)``) runs there; others run in the thread.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
+import multiprocessing as mp
 import sys
 import threading
 import time
@@ -19,11 +26,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .explain import explain, occlusion_progressive
+from .errors import CxrxaiError
+from .explain import Cancelled, explain, occlusion_progressive
 from .explain._common import baseline_tensor
 from .store import params_key
 
-__all__ = ["Job", "JobState", "LiveWorker", "explain_job"]
+__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "explain_job"]
 
 
 class JobState:
@@ -37,6 +45,7 @@ class Job:
     key: tuple
     owner: str
     run: Callable[[Callable[[int, int], None], Callable[[], bool]], Iterator[tuple[str, Any]]]
+    spec: dict | None = None  # picklable description for the child process (see explain_job)
     state: str = JobState.QUEUED
     progress: tuple[int, int] = (0, 0)
     stage: str = ""
@@ -70,8 +79,9 @@ class LiveWorker:
     #: 5 ms and 38 s with 0.2 ms (10.5 s alone).
     SWITCH_INTERVAL_S = 0.0002
 
-    def __init__(self, *, cache_size: int = 64):
+    def __init__(self, *, cache_size: int = 64, process: bool = False):
         sys.setswitchinterval(min(sys.getswitchinterval(), self.SWITCH_INTERVAL_S))
+        self._child = _Child() if process else None
         self._queue: collections.deque[Job] = collections.deque()
         self._cache: collections.OrderedDict[tuple, Job] = collections.OrderedDict()
         self._cache_size = cache_size
@@ -92,6 +102,8 @@ class LiveWorker:
                 job.cancel()
             self._lock.notify_all()
         self._thread.join(timeout)
+        if self._child is not None:
+            self._child.close(timeout)
 
     def submit(self, job: Job) -> Job:
         """Queue ``job`` unless an identical one is cached, queued or running; the owner's older
@@ -157,7 +169,10 @@ class LiveWorker:
             job.progress = (done, total)
 
         try:
-            for stage, value in job.run(progress, job._cancel.is_set):
+            remote = self._child is not None and job.spec is not None
+            stages = self._child.run(job.spec, progress, job._cancel.is_set) if remote else job.run(
+                progress, job._cancel.is_set)
+            for stage, value in stages:
                 job.stage, job.partial = stage, value
             job.result = job.partial
             job.state = JobState.DONE
@@ -167,28 +182,141 @@ class LiveWorker:
                     self._cache.popitem(last=False)
         except Exception as err:  # noqa: BLE001 — the worker must survive any job's failure and report it
             job.state = JobState.CANCELLED if job._cancel.is_set() else JobState.FAILED
-            job.error = f"{type(err).__name__}: {err}"
+            job.error = str(err) if isinstance(err, ChildError) else f"{type(err).__name__}: {err}"
         finally:
             job.seconds = time.monotonic() - t0
             job._finished.set()
 
 
-def explain_job(model, image, target: int, method: str, params: dict, *, owner: str, case_key: tuple) -> Job:
+def _stages(model, image, target: int, method: str, params: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+    if method == "occlusion":
+        p = {"patch": 32, "stride": 16, "baseline": "black", **params}
+        base = baseline_tensor(p["baseline"], image, model.spec)
+        yield from occlusion_progressive(model.module, image, target, base, patch=p["patch"], stride=p["stride"],
+                                         output=p.get("output", model.spec.explained_output), progress=progress,
+                                         cancel=cancelled, baseline_name=str(p["baseline"]))
+    else:
+        yield "final", explain(model, image, target, method, **params)
+
+
+def explain_job(model, image, target: int, method: str, params: dict, *, owner: str, case_key: tuple,
+                weights_path: str | None = None) -> Job:
     """A job computing one map: occlusion yields its coarse grid (stride = patch) first.
 
     ``case_key`` identifies the image (e.g. store path and image id) for the result cache; the
     result of occlusion is an :class:`~cxrxai.explain.OcclusionGrid`, of the rest a 2-D array.
+    With ``weights_path`` (the file ``model`` was loaded from) a process worker runs it in its
+    child process.
     """
     key = (model.spec.name, *case_key, int(target), method, params_key(params))
+    spec = None
+    if weights_path is not None:
+        spec = {"weights_path": str(weights_path), "image": image.detach().cpu().contiguous().numpy(),
+                "target": int(target), "method": method, "params": dict(params)}
+    return Job(key=key, owner=owner, run=lambda progress, cancelled: _stages(
+        model, image, target, method, params, progress, cancelled), spec=spec)
 
-    def run(progress, cancelled):
-        if method == "occlusion":
-            p = {"patch": 32, "stride": 16, "baseline": "black", **params}
-            base = baseline_tensor(p["baseline"], image, model.spec)
-            yield from occlusion_progressive(model.module, image, target, base, patch=p["patch"], stride=p["stride"],
-                                             output=p.get("output", model.spec.explained_output), progress=progress,
-                                             cancel=cancelled, baseline_name=str(p["baseline"]))
-        else:
-            yield "final", explain(model, image, target, method, **params)
 
-    return Job(key=key, owner=owner, run=run)
+# --------------------------------------------------------------------------- child process
+class ChildError(CxrxaiError):
+    """A job failed in the worker's child process (the message names the original error)."""
+
+
+class _Child:
+    """One spawned process that computes maps for :class:`LiveWorker` (see the module docstring).
+
+    Messages carry a job number, so output of an abandoned job is never taken for the next
+    one's; cancelling sets a shared number the child polls between batches. A child that died
+    (killed, out of memory) fails its job with a clear message and is restarted on the next.
+    """
+
+    def __init__(self):
+        self._ctx = mp.get_context("spawn")  # never fork a process that has started torch threads
+        self._proc = None
+        self._conn = None
+        self._cancel = self._ctx.Value("q", 0)
+        self._seq = 0
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_child_main, args=(child, self._cancel), name="cxrxai-live-child",
+                                       daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def run(self, spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+        if not self._proc.is_alive():
+            self._start()
+        self._seq += 1
+        jid = self._seq
+        self._conn.send((jid, spec))
+        while True:
+            if cancelled():
+                self._cancel.value = jid
+            try:
+                if not self._conn.poll(0.05):
+                    if not self._proc.is_alive():
+                        raise EOFError
+                    continue
+                msg_jid, kind, *rest = self._conn.recv()
+            except (EOFError, OSError):
+                self._proc.join(1.0)
+                raise ChildError(f"the live worker's process ended (exit code {self._proc.exitcode}) while computing "
+                                 "this map; it restarts with the next request") from None
+            if msg_jid != jid:
+                continue  # the tail of an abandoned job
+            if kind == "progress":
+                progress(*rest)
+            elif kind == "stage":
+                yield rest[0], rest[1]
+            elif kind == "done":
+                return
+            elif kind == "cancelled":
+                raise Cancelled("cancelled")
+            else:
+                raise ChildError(rest[0])
+
+    def close(self, timeout: float = 10.0) -> None:
+        if self._proc is None:
+            return
+        self._cancel.value = self._seq
+        try:
+            self._conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._proc.join(timeout)
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc = None
+
+
+def _child_main(conn, cancel) -> None:
+    import torch
+
+    from .models.registry import load
+
+    models: dict[str, Any] = {}
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        jid, spec = msg
+        try:
+            if spec["weights_path"] not in models:
+                models[spec["weights_path"]] = load(spec["weights_path"])
+            model = models[spec["weights_path"]]
+            image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
+            stages = _stages(model, image, spec["target"], spec["method"], spec["params"],
+                             lambda done, total: conn.send((jid, "progress", done, total)), lambda: cancel.value == jid)
+            for stage, value in stages:
+                conn.send((jid, "stage", stage, value))
+            conn.send((jid, "done"))
+        except Cancelled:
+            conn.send((jid, "cancelled"))
+        except Exception as err:  # noqa: BLE001 — reported to the waiting page, the child lives on
+            conn.send((jid, "error", f"{type(err).__name__}: {err}"))

@@ -244,8 +244,9 @@ def model_for(store: Store, model_id: str) -> LoadedModel | None:
 
 @st.cache_resource(show_spinner=False)
 def worker() -> LiveWorker:
-    """The process's one device worker: live jobs of every viewer queue here."""
-    return LiveWorker()
+    """The server's one device worker: live jobs of every viewer queue here and run in its own
+    process, so page reruns never slow the maps down (see ``cxrxai.live``)."""
+    return LiveWorker(process=True)
 
 
 # --------------------------------------------------------------------------- downloads

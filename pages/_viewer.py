@@ -117,7 +117,8 @@ def _live(store, model_id, case_id, label, method, params, slot):
     model = ui.model(str(row["weights_path"]))
     x = preprocess(ui.image(str(store.path), ui.version(store), case_id), model.spec).to(model.device)
     job = ui.worker().submit(explain_job(model, x, model.spec.label_index(label), method, params,
-                                         owner=f"{ui.session_owner()}:{slot}", case_key=(str(store.path), case_id)))
+                                         owner=f"{ui.session_owner()}:{slot}", case_key=(str(store.path), case_id),
+                                         weights_path=str(row["weights_path"])))
     job.wait(FIRST_WAIT_S)  # fast explainers finish here, with no polling at all
     current = job.result if job.state == JobState.DONE else job.partial
     value = current.to_map() if isinstance(current, OcclusionGrid) else current

@@ -113,3 +113,45 @@ def test_close_cancels_queued_work_and_refuses_more(tiny_net, image):
     assert running.state == JobState.CANCELLED and queued.state == JobState.CANCELLED
     with pytest.raises(RuntimeError, match="closed"):
         w.submit(_blocking_job("late", "c", gate))
+
+
+@pytest.fixture()
+def process_worker():
+    w = LiveWorker(process=True)
+    yield w
+    w.close()
+
+
+@pytest.mark.slow
+def test_a_process_worker_computes_the_same_maps_and_survives_its_child(process_worker, tiny_model_path):
+    """The app's worker computes in a child process: same maps, progress, partial results,
+    cancellation; a killed child fails its job clearly and is replaced."""
+    from cxrxai.models.registry import load
+    from cxrxai.models.spec import preprocess
+
+    model = load(tiny_model_path)
+    grey = (np.random.default_rng(0).random((96, 96)) * 255).astype(np.uint8)
+    x = preprocess(grey, model.spec)
+    params = {"patch": 16, "stride": 8, "baseline": "black"}
+    job = process_worker.submit(explain_job(model, x, 1, "occlusion", params, owner="a", case_key=("s", "p1"),
+                                            weights_path=str(tiny_model_path)))
+    assert job.wait(120) and job.state == JobState.DONE, job.error
+    assert job.progress[0] == job.progress[1] > 0
+    np.testing.assert_allclose(job.result.to_map(), explain(model, x, 1, "occlusion", **params), atol=1e-5)
+
+    slow = process_worker.submit(explain_job(model, x, 0, "occlusion", {"patch": 8, "stride": 2}, owner="a",
+                                             case_key=("s", "p2"), weights_path=str(tiny_model_path)))
+    while slow.state == JobState.QUEUED:
+        slow.wait(0.01)
+    slow.cancel()
+    assert slow.wait(60) and slow.state == JobState.CANCELLED
+
+    doomed = process_worker.submit(explain_job(model, x, 2, "occlusion", {"patch": 8, "stride": 2}, owner="b",
+                                               case_key=("s", "p3"), weights_path=str(tiny_model_path)))
+    while doomed.progress[0] == 0 and not doomed.finished:
+        doomed.wait(0.01)
+    process_worker._child._proc.kill()
+    assert doomed.wait(60) and doomed.state == JobState.FAILED and "process ended" in doomed.error
+    after = process_worker.submit(explain_job(model, x, 1, "gradcam", {}, owner="b", case_key=("s", "p4"),
+                                              weights_path=str(tiny_model_path)))
+    assert after.wait(120) and after.state == JobState.DONE, after.error
