@@ -1,9 +1,9 @@
 """A real browser: start the app, drive headless Chromium through every page, move the
 occlusion sliders and check that a recomputed map appears and no page shows an error.
 
-Screenshots are kept in ``tests/artifacts/`` (the README shows two of them). Needs Debian's
-``chromium`` (``/usr/bin/chromium``; ``.ci/run`` installs it); Playwright drives it directly,
-without downloading a browser of its own.
+Screenshots are kept in ``tests/artifacts/`` (``data_cache/readme/capture.py`` takes the
+README's two on the demo store). Needs Debian's ``chromium`` (``/usr/bin/chromium``; ``.ci/run``
+installs it); Playwright drives it directly, without downloading a browser of its own.
 """
 
 from __future__ import annotations
