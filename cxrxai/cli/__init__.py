@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "commands", "main"]
 
 #: command name → (help line, add-arguments function, run function). Later layers add theirs.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
@@ -111,12 +111,18 @@ def _only_model(store) -> str:
 # --------------------------------------------------------------------------- entry
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import _data, _demo, _maps  # noqa: F401 — each module registers its commands
     parser = argparse.ArgumentParser(prog="python -m cxrxai", description="Audit chest X-ray classifiers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help_, add, _) in COMMANDS.items():
+    for name, (help_, add, _) in commands().items():
         add(sub.add_parser(name, help=help_, description=help_))
     return parser
+
+
+def commands() -> dict:
+    """Every command (its module registers it when first imported)."""
+    from . import _data, _demo, _maps  # noqa: F401
+
+    return COMMANDS
 
 
 def main(argv: list[str] | None = None) -> int:
