@@ -12,7 +12,6 @@ import pytest
 from cxrxai.cli import commands, main
 from cxrxai.labels import DEMO_LABELS
 
-
 #: The commands the README documents.
 DOCUMENTED = ["bench", "demo", "explain", "export", "import-predictions", "info", "phantom", "precompute", "report",
               "score", "train"]
