@@ -317,7 +317,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                prediction_cache: Path | None = None, write_prediction_cache: bool = False) -> dict:
     """Build (or resume) the demo store: cases, model, then ``stages`` (default :func:`demo_stages`).
 
-    ``extra_models`` (weights files) are registered and used for repeatability/reproducibility.
+    ``extra_models`` (weights files) are registered, used for repeatability/reproducibility, and
+    predicted on validation + test with their own thresholds.
     """
     config = config or PhantomConfig()
     report: dict = {}
@@ -349,6 +350,18 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         for stage in stages if stages is not None else demo_stages():
             s0 = time.monotonic()
             report[stage.name] = {**stage.run(ctx), "seconds": round(time.monotonic() - s0, 1)}
+            writer.publish()
+        # The extra models also get predictions and thresholds on validation + test, so they can
+        # be compared with the main model on every page (their maps are recomputed live).
+        stored = writer.images(dataset=DEMO_DATASET)
+        eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
+        for other in others:
+            s0 = time.monotonic()
+            octx = BuildContext(writer, DEMO_DATASET, other, options={"image_ids": eval_ids},
+                                load_images=ctx.load_images, progress=progress)
+            report[f"model {other.spec.name}"] = {"predictions": predictions_stage(octx),
+                                                  "thresholds": thresholds_stage(octx),
+                                                  "seconds": round(time.monotonic() - s0, 1)}
             writer.publish()
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report

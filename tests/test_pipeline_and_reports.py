@@ -113,3 +113,22 @@ def test_score_cli_on_an_external_map(tmp_path, capsys):
     assert main(["score", "--map", str(tmp_path / "m.npy"), "--box", "8,0,8,16", "--size", "16x16", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hit"] == 1.0 and out["gt_instances"] == 1 and 0 < out["roc_auc"] <= 1
+
+
+def test_extra_models_get_predictions_and_thresholds_on_validation_and_test(tmp_path, tiny_model_path, tiny_config):
+    """A second model in the demo can be compared with the first on every page."""
+    from cxrxai.models.registry import load, save
+    from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
+
+    first = load(tiny_model_path)
+    second = save(first.module, first.spec.with_(name="tiny-second"), tmp_path / "models" / "tiny-second.pt")
+    path = tmp_path / "two.duckdb"
+    report = build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms",
+                        config=tiny_config, stages=[Stage("predictions", predictions_stage),
+                                             Stage("thresholds", thresholds_stage)], extra_models=[second])
+    assert report["model tiny-second"]["predictions"]["predicted"] > 0
+    with open_store(path) as s:
+        assert set(s.models().model_id) == {"tiny-densenet121", "tiny-second"}
+        splits = set(s.prediction_table("tiny-second").split)
+        assert splits == {"val", "test"}
+        assert not s.thresholds("tiny-second").empty
