@@ -91,6 +91,22 @@ def require_app() -> None:
         st.rerun()
 
 
+def page(title: str, *, model: bool = True) -> tuple[Store, str | None]:
+    """Every page's opening: through the app's shell, the title, the open store and (unless
+    ``model=False``) the chosen model; the page stops, with a message, when either is missing."""
+    require_app()
+    st.title(title)
+    store = current_store()
+    if store is None:
+        st.stop()
+    if not model:
+        return store, None
+    model_id = pick_model(store)
+    if model_id is None:
+        st.stop()
+    return store, model_id
+
+
 # --------------------------------------------------------------------------- access
 def password_gate() -> bool:
     """True when the viewer may see the app. With ``CXRXAI_PASSWORD`` set (serving beyond

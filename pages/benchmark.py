@@ -7,14 +7,7 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Explainer benchmark")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Explainer benchmark")
 
 slice_ = st.radio("Cases", ["true_positive", "positive"], horizontal=True, key="bench_slice",
                   format_func={"true_positive": "true positives (thesis)", "positive": "all positives (Saporta)"}.get)

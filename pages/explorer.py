@@ -8,14 +8,7 @@ from cxrxai.labels import AGE_BINS, FINDINGS, SEXES
 from pages import _common as ui
 from pages import _viewer
 
-ui.require_app()
-st.title("Image explorer")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
 cases = ui.case_table(path, built, model_id, "gradcam")
 if cases.empty:

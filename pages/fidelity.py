@@ -5,14 +5,7 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Fidelity")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Fidelity")
 
 summary = ui.try_report(store, "fidelity", model_id)
 if summary is None:

@@ -7,14 +7,7 @@ import streamlit as st
 from cxrxai import reports, stats, viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Geometry & confidence")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Geometry & confidence")
 method = st.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="geo_method")
 
 st.subheader("Localization ~ lesion geometry (single-feature OLS, Bonferroni k = 4)")

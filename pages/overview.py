@@ -5,11 +5,7 @@ import streamlit as st
 from cxrxai import summaries, viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Overview")
-store = ui.current_store()
-if store is None:
-    st.stop()
+store, _ = ui.page("Overview", model=False)
 
 info = store.info()
 c1, c2, c3, c4 = st.columns(4)

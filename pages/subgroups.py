@@ -7,14 +7,7 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Subgroups")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Subgroups")
 path, built = str(store.path), ui.version(store)
 
 c1, c2, c3 = st.columns(3)

@@ -6,14 +6,7 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
-ui.require_app()
-st.title("Trust")
-store = ui.current_store()
-if store is None:
-    st.stop()
-model_id = ui.pick_model(store)
-if model_id is None:
-    st.stop()
+store, model_id = ui.page("Trust")
 data_range = st.radio("SSIM data range", [1.0, 2.0], horizontal=True, key="dr",
                       help="2.0 reproduces Arun et al. (scikit-image's old float default); 1.0 is correct for [0, 1] maps")
 
