@@ -72,7 +72,7 @@ class Job:
 class LiveWorker:
     """One thread, one queue, an LRU of finished results (see the module docstring)."""
 
-    #: GIL switch interval while a worker exists. Torch releases the GIL inside every operator
+    #: GIL switch interval while a thread worker exists. Torch releases the GIL inside every operator
     #: and must win it back after each; with the default 5 ms a busy server thread (a page
     #: rerun, a websocket) makes it wait that long hundreds of times per forward. Measured on
     #: 2 cores against one spinning Python thread: occlusion 32/12 at 224 px took 141 s with
@@ -80,7 +80,8 @@ class LiveWorker:
     SWITCH_INTERVAL_S = 0.0002
 
     def __init__(self, *, cache_size: int = 64, process: bool = False):
-        sys.setswitchinterval(min(sys.getswitchinterval(), self.SWITCH_INTERVAL_S))
+        if not process:  # a process worker's thread only relays messages: leave the interpreter alone
+            sys.setswitchinterval(min(sys.getswitchinterval(), self.SWITCH_INTERVAL_S))
         self._child = _Child() if process else None
         self._queue: collections.deque[Job] = collections.deque()
         self._cache: collections.OrderedDict[tuple, Job] = collections.OrderedDict()
