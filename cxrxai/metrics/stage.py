@@ -174,11 +174,11 @@ def geometry_stage(ctx) -> dict:
     """Geometric features of every ground-truth mask (all splits), by both dominance rules."""
     done = ctx.writer.table("geometry")
     imgs = ctx.writer.images(dataset=ctx.dataset)
-    if not done.empty and set(imgs.image_id) <= set(done.image_id):
-        return {"skipped": len(done)}
-    size = (int(imgs["height"].iloc[0]), int(imgs["width"].iloc[0]))
     ann = ctx.writer.annotations()
     ann = ann[ann.image_id.isin(set(imgs.image_id))]
+    if not done.empty and set(ann.image_id) <= set(done.image_id):  # only annotated images have rows
+        return {"skipped": len(done)}
+    size = (int(imgs["height"].iloc[0]), int(imgs["width"].iloc[0]))
     rows = []
     for (img, label, reader), g in ann.groupby(["image_id", "label", "reader"]):
         mask = case_masks(g, *size)[(label, reader)]
