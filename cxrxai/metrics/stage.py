@@ -12,11 +12,13 @@ Each stage computes only what its table lacks (resumable).
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pandas as pd
 
 from ..data.cases import case_masks
 from ..data.demo import SHORTCUT_READER
+from ..errors import DataError
 from ..explain import postprocess
 from ..explain.stage import native_map
 from ..labels import NO_FINDING
@@ -32,7 +34,8 @@ from .localization import (
     ranking_metrics,
 )
 
-__all__ = ["BASELINES", "baseline_stage", "geometry_stage", "localization_stage", "reader_stage", "score_map"]
+__all__ = ["BASELINES", "REFERENCE", "average_masks", "baseline_stage", "geometry_stage", "image_sizes", "localization_stage",
+           "reader_stage", "score_map", "truth_by_case"]
 
 BASELINES = ("average_mask", "random")
 
@@ -57,10 +60,66 @@ def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = Non
     return out
 
 
-def _truth_by_case(writer, image_ids, size: tuple[int, int]) -> dict:
+#: The reference standard's reader name; other readers are second readers (human benchmarks).
+REFERENCE = "gt"
+
+
+def image_sizes(images: pd.DataFrame, annotations: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """``{image_id: (height, width)}`` at each image's own size.
+
+    The ``images`` table holds the size once an image was decoded; an image that was not (a
+    split left out of the precompute) takes the size of its stored masks when it has any.
+    Images of unknown size are left out: their boxes cannot be rasterised.
+    """
+    sizes = {}
+    known = images.dropna(subset=["height", "width"])
+    sizes.update(zip(known.image_id, zip(known.height.astype(int), known.width.astype(int))))
+    masks = annotations[(annotations.kind == "mask") & ~annotations.image_id.isin(set(sizes))]
+    for img, h, w in masks[["image_id", "mask_height", "mask_width"]].drop_duplicates("image_id").itertuples(index=False):
+        sizes[img] = (int(h), int(w))
+    return sizes
+
+
+def truth_by_case(writer, image_ids, *, dataset: str | None = None, stage: str) -> tuple[dict, dict, list[dict]]:
+    """Ground-truth masks per image at each image's own size.
+
+    Returns ``(truths, sizes, problems)``: ``truths[image_id][(label, reader)]`` is a bool mask,
+    ``sizes[image_id]`` its (height, width), and ``problems`` the problem rows of images whose
+    annotations do not fit them (a mask of another size): those images are left out, never fatal.
+    Images of unknown size (never decoded, no mask) are left out silently: not scoring them is
+    no fault of the data.
+    """
+    ids = set(image_ids)
     ann = writer.annotations()
-    ann = ann[ann["image_id"].isin(set(image_ids))]
-    return {img: case_masks(g, *size) for img, g in ann.groupby("image_id")}
+    ann = ann[ann["image_id"].isin(ids)]
+    sizes = image_sizes(writer.images(image_ids=ids), ann)
+    truths, problems = {}, []
+    for img, g in ann.groupby("image_id"):
+        if img not in sizes:
+            continue
+        try:
+            truths[img] = case_masks(g, *sizes[img])
+        except DataError as err:
+            problems.append(_problem(dataset, stage, img, f"{err}; image not scored"))
+    return truths, sizes, problems
+
+
+def _problem(dataset, stage: str, image_id: str, text: str) -> dict:
+    return {"dataset": dataset or "", "stage": stage, "file": None, "row": None, "image_id": image_id, "problem": text}
+
+
+def _put_problems(ctx, rows: list[dict]) -> None:
+    if rows:
+        ctx.writer.put_table("problems", pd.DataFrame(rows).assign(dataset=ctx.dataset))
+
+
+def _reference_readers(masks: dict, label: str) -> dict:
+    """The masks one map is scored against: the reference reader's, else (a dataset whose
+    readers are all peers) each reader's; a case without any is scored against an empty mask."""
+    own = {r: m for (lab, r), m in masks.items() if lab == label and r != SHORTCUT_READER}
+    if REFERENCE in own:
+        return {REFERENCE: own[REFERENCE]}
+    return own or {REFERENCE: None}
 
 
 def localization_stage(ctx) -> dict:
@@ -76,24 +135,25 @@ def localization_stage(ctx) -> dict:
     if index.empty:
         return {"scored": 0, "skipped": len(done)}
     preds = ctx.writer.prediction_table(mid).set_index(["image_id", "label"])
-    imgs = ctx.writer.images(image_ids=index.image_id.unique())
-    size = (int(imgs["height"].iloc[0]), int(imgs["width"].iloc[0]))
-    truths = _truth_by_case(ctx.writer, index.image_id.unique(), size)
+    truths, sizes, problems = truth_by_case(ctx.writer, index.image_id.unique(), dataset=ctx.dataset, stage="localization")
+    _put_problems(ctx, problems)
+    bad = {p["image_id"] for p in problems}
     rows, n = [], 0
     for (method, key), group in index.groupby(["method", "params_key"], sort=False):
         wanted = set(zip(group.image_id, group.label))
         for stored in ctx.writer.iter_maps(mid, method, key):
-            if (stored.image_id, stored.label) not in wanted:
+            if (stored.image_id, stored.label) not in wanted or stored.image_id in bad:
                 continue
-            readers = {r: m for (lab, r), m in truths.get(stored.image_id, {}).items() if lab == stored.label and r == "gt"} \
-                or {"gt": None}
+            readers = _reference_readers(truths.get(stored.image_id, {}), stored.label)
             p = preds.loc[(stored.image_id, stored.label)]
+            native = native_map(stored)
+            size = sizes.get(stored.image_id, native.shape)
             for reader, mask in readers.items():
                 truth = mask if mask is not None else np.zeros(size, bool)
                 rows.append({"model_id": mid, "image_id": stored.image_id, "label": stored.label, "method": method,
                              "params_key": key, "reader": reader, "prob": float(p["prob"]),
                              "predicted": bool(p["predicted"]) if pd.notna(p["predicted"]) else None,
-                             **score_map(native_map(stored), truth, prob=float(p["prob"]),
+                             **score_map(native, truth, prob=float(p["prob"]),
                                          threshold=float(p["threshold"]) if pd.notna(p["threshold"]) else None)})
             n += 1
             if len(rows) >= 500:
@@ -107,61 +167,84 @@ def localization_stage(ctx) -> dict:
     return {"scored": n}
 
 
+#: Side of the common grid on which training masks of different sizes are averaged.
+AVERAGE_GRID = 256
+
+
+def average_masks(masks: list[np.ndarray]) -> np.ndarray:
+    """Mean of binary masks (Arun et al.'s average-mask baseline).
+
+    Masks of one size are averaged as they are; masks of different sizes (real datasets) are
+    first resampled to an ``AVERAGE_GRID``² grid by area averaging, so each image weighs the same
+    in relative (normalised) coordinates. The result is upsampled to each scored image's own size
+    by :func:`score_map`, like any coarse map.
+    """
+    shapes = {m.shape for m in masks}
+    if len(shapes) == 1:
+        return np.mean(masks, axis=0)
+    grid = (AVERAGE_GRID, AVERAGE_GRID)
+    return np.mean([cv2.resize(m.astype(np.float32), grid[::-1], interpolation=cv2.INTER_AREA) for m in masks], axis=0)
+
+
 def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed: int = 0) -> dict:
-    """Score the average training mask and a random map on every positive case of ``split``."""
+    """Score the average training mask and a random map on every positive case of ``split``
+    (``split=None``: every split but ``train_split``)."""
     mid = ctx.model.spec.name
     done = ctx.writer.table("localization", model_id=mid)
     if not done.empty and done.method.isin([f"baseline:{b}" for b in BASELINES]).any():
         return {"skipped": True}
     imgs = ctx.writer.images(dataset=ctx.dataset)
-    size = (int(imgs["height"].iloc[0]), int(imgs["width"].iloc[0]))
     split_of = imgs.set_index("image_id")["split"]
-    truths = _truth_by_case(ctx.writer, imgs.image_id, size)
+    truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, dataset=ctx.dataset, stage="baselines")
+    _put_problems(ctx, problems)
     rng = np.random.default_rng(seed)
     averages: dict[str, np.ndarray] = {}
     for label in ctx.model.spec.labels:
         masks = [m for img, t in truths.items() if split_of[img] == train_split
-                 for (lab, r), m in t.items() if lab == label and r == "gt"]
+                 for (lab, r), m in t.items() if lab == label and r == REFERENCE]
         if masks:
-            averages[label] = np.mean(masks, axis=0)
+            averages[label] = average_masks(masks)
+    scored = [img for img in truths if (split_of[img] == split if split else split_of[img] != train_split)]
     rows = []
-    for img, t in truths.items():
-        if split_of[img] != split:
-            continue
-        for (label, reader), mask in t.items():
-            if reader != "gt" or label not in averages or label == NO_FINDING:
+    for img in scored:
+        for (label, reader), mask in truths[img].items():
+            if reader != REFERENCE or label not in averages or label == NO_FINDING:
                 continue
-            for name, m in (("average_mask", averages[label]), ("random", rng.random(size))):
+            for name, m in (("average_mask", averages[label]), ("random", rng.random(sizes[img]))):
                 rows.append({"model_id": mid, "image_id": img, "label": label, "method": f"baseline:{name}",
                              "params_key": params_key({}), "reader": reader, **score_map(m, mask)})
     if rows:
         ctx.writer.put_table("localization", pd.DataFrame(rows))
-    return {"cases": len(rows) // 2, "labels": sorted(averages)}
+    without = sorted(set(ctx.model.spec.labels) - set(averages) - {NO_FINDING})
+    return {"cases": len(rows) // 2, "labels": sorted(averages),
+            **({"no_training_masks": without} if without else {})}
 
 
 def reader_stage(ctx) -> dict:
     """Score every second reader against the reference ("gt") as Saporta's human benchmark:
     IoU of the reader's mask, and hit = any of the reader's points inside the reference mask.
-    Rows go to the localization table as method ``reader:<name>``."""
+    Rows go to the localization table as method ``reader:<name>``; each image at its own size."""
     mid = ctx.model.spec.name
+    ids = set(ctx.writer.images(dataset=ctx.dataset).image_id)
     ann = ctx.writer.annotations()
-    others = sorted(set(ann.reader) - {"gt", SHORTCUT_READER})
+    ann = ann[ann.image_id.isin(ids)]
+    others = sorted(set(ann.reader) - {REFERENCE, SHORTCUT_READER})
     done = ctx.writer.table("localization", model_id=mid)
     if not others or (not done.empty and done.method.str.startswith("reader:").any()):
         return {"readers": others, "skipped": bool(others)}
-    imgs = ctx.writer.images(image_ids=ann.image_id.unique()).set_index("image_id")
+    truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), dataset=ctx.dataset, stage="second reader")
+    _put_problems(ctx, problems)
     rows = []
-    for (img, label), g in ann.groupby(["image_id", "label"]):
-        h, w = int(imgs.at[img, "height"]), int(imgs.at[img, "width"])
-        masks = case_masks(g, h, w)
-        truth = masks.get((label, "gt"))
+    for (img, label), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label"]):
+        masks = truths[img]
+        truth = masks.get((label, REFERENCE))
         if truth is None or label == NO_FINDING:
             continue
         for reader in others:
             pts = g[(g.reader == reader) & (g.kind == "point")][["x", "y"]].to_numpy()
-            mask = masks.get((label, reader), np.zeros((h, w), bool))
+            mask = masks.get((label, reader), np.zeros(sizes[img], bool))
             rows.append({"model_id": mid, "image_id": img, "label": label, "method": f"reader:{reader}",
-                         "params_key": params_key({}), "reader": "gt", "gt_positive": bool(truth.any()),
+                         "params_key": params_key({}), "reader": REFERENCE, "gt_positive": bool(truth.any()),
                          "iou": iou(mask, truth), "iou_full": iou(mask, truth, convention="full"),
                          "hit": points_hit(pts, truth) if len(pts) else np.nan,
                          "pred_area": float(mask.mean()), "gt_area": float(truth.mean())})
@@ -171,20 +254,25 @@ def reader_stage(ctx) -> dict:
 
 
 def geometry_stage(ctx) -> dict:
-    """Geometric features of every ground-truth mask (all splits), by both dominance rules."""
+    """Geometric features of every ground-truth mask (all splits), by both dominance rules, each
+    mask at its own image's size."""
     done = ctx.writer.table("geometry")
     imgs = ctx.writer.images(dataset=ctx.dataset)
     ann = ctx.writer.annotations()
     ann = ann[ann.image_id.isin(set(imgs.image_id))]
     if not done.empty and set(ann.image_id) <= set(done.image_id):  # only annotated images have rows
         return {"skipped": len(done)}
-    size = (int(imgs["height"].iloc[0]), int(imgs["width"].iloc[0]))
+    truths, _, problems = truth_by_case(ctx.writer, ann.image_id.unique(), dataset=ctx.dataset, stage="geometry")
+    _put_problems(ctx, problems)
     rows = []
-    for (img, label, reader), g in ann.groupby(["image_id", "label", "reader"]):
-        mask = case_masks(g, *size)[(label, reader)]
+    for (img, label, reader), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label", "reader"]):
+        mask = truths[img][(label, reader)]
         n_inst = int(g["instance"].nunique())
         for rule in geometry.DOMINANT:
             rows.append({"image_id": img, "label": label, "reader": reader, "dominant": rule,
                          **geometry.features(mask, instances=n_inst, dominant=rule)})
-    ctx.writer.put_table("geometry", pd.DataFrame(rows))
-    return {"masks": len(rows) // len(geometry.DOMINANT)}
+    if rows:
+        ctx.writer.put_table("geometry", pd.DataFrame(rows))
+    return {"masks": len(rows) // len(geometry.DOMINANT), "images": len(truths),
+            "not_scored": {"unknown size": int(ann.image_id.nunique() - len(truths) - len(problems)),
+                           "annotation problems": len(problems)}}

@@ -105,6 +105,15 @@ def test_vindr_readers_and_labels(tmp_path):
     assert len(t.images) == 15_000
     raw = pd.read_csv(DATA / "vinbigdata-train.csv.gz")
     assert raw.rad_id.nunique() == 17  # 17 radiologists read; 11 of them ever drew a box
-    assert t.annotations.reader.nunique() == raw.loc[raw.class_name != "No finding", "rad_id"].nunique() == 11
+    readers = t.annotations[t.annotations.reader != "gt"]
+    assert readers.reader.nunique() == raw.loc[raw.class_name != "No finding", "rad_id"].nunique() == 11
+    # the reference reader "gt" is the union of the radiologists' boxes of each positive finding
+    gt = t.annotations[t.annotations.reader == "gt"]
+    assert len(gt) == len(readers) == int(raw.x_min.notna().sum())
+    maj_gt = load_dataset("vindr", tmp_path, csv=DATA / "vinbigdata-train.csv.gz", label_rule="majority").annotations
+    maj_pos = load_dataset("vindr", tmp_path, csv=DATA / "vinbigdata-train.csv.gz", label_rule="majority").labels
+    pos = set(map(tuple, maj_pos[maj_pos.value == 1][["image_id", "label"]].to_numpy()))
+    maj_gt = maj_gt[maj_gt.reader == "gt"]
+    assert 0 < len(maj_gt) < len(gt) and all(k in pos for k in zip(maj_gt.image_id, maj_gt.label))
     maj = load_dataset("vindr", tmp_path, csv=DATA / "vinbigdata-train.csv.gz", label_rule="majority")
     assert (maj.labels.value == 1).sum() <= (t.labels.value == 1).sum()

@@ -84,9 +84,12 @@ def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Pat
         "image_id": ids, "path": [paths.get(i, f"images/{i}") for i in ids],
         "patient_id": df["Patient ID"].astype(str), "sex": clean_sex(df["Patient Gender"]),
         "age": clean_age(df["Patient Age"], entry_path, problems, ids), "view": df["View Position"],
-        "width": pd.to_numeric(df[width], errors="coerce") if width else np.nan,
-        "height": pd.to_numeric(df[height], errors="coerce") if height else np.nan,
+        # the PNG's own size is known once decoded; Data_Entry's OriginalImage size is the film's
+        # before NIH resampled it, used only to check the boxes below
+        "width": np.nan, "height": np.nan,
     })
+    original = pd.DataFrame({"width": pd.to_numeric(df[width], errors="coerce") if width else np.nan,
+                             "height": pd.to_numeric(df[height], errors="coerce") if height else np.nan})
     findings = df["Finding Labels"].astype(str).str.split("|")
     known = set(NIH_LABELS)
     for i, labs in enumerate(findings):
@@ -94,7 +97,7 @@ def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Pat
         if unknown:
             problems.add(entry_path, i + 2, ids.iloc[i], f"unknown label(s) {unknown}; allowed: {NIH_LABELS}")
     matrix = np.array([[float(lab in {canonical_finding(x) for x in labs}) for lab in NIH_LABELS] for labs in findings])
-    boxes = _boxes(root, bbox_list, images, problems)
+    boxes = _boxes(root, bbox_list, images.assign(width=original.width, height=original.height), problems)
     images["split"] = _split(root, images, boxes, split, val_fraction, seed)
     bad = problems.skipped()
     keep = ~images["image_id"].isin(bad)

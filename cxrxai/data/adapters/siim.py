@@ -3,7 +3,8 @@
 ``train-rle.csv`` has ``ImageId`` and ``" EncodedPixels"`` (with a leading space); ``-1`` means no
 pneumothorax; several rows of one image are several instances. The RLE lists (start offset
 counted from the end of the previous run, run length) over the image flattened column-major;
-:func:`decode_siim_rle` decodes it (1024 × 1024 unless the DICOM says otherwise). Images are the
+:func:`decode_siim_rle` decodes it at 1024 × 1024 (the published images' size), or, with
+``read_headers=True``, at each DICOM's own Rows × Columns. Images are the
 ``<ImageId>.dcm`` files anywhere under ``root``. The CSV has no demographics; with
 ``read_headers=True`` sex and age come from the DICOM headers.
 """
@@ -74,18 +75,20 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
                            "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
     if read_headers:
         _headers(root, images, problems)
+    size_of = dict(zip(images.image_id, zip(images.height.astype(int), images.width.astype(int))))
     ann = []
     for i, r in df.iterrows():
         rle = str(r["EncodedPixels"]).strip()
         if rle == "-1":
             continue
+        h, w = size_of.get(str(r["ImageId"]), (1024, 1024))
         try:
-            m = decode_siim_rle(rle)
+            m = decode_siim_rle(rle, h, w)
         except DataError as err:
             problems.add(path, i + 2, str(r["ImageId"]), str(err))
             continue
         ann.append({"image_id": str(r["ImageId"]), "label": "Pneumothorax", "reader": "gt", "kind": "mask",
-                    "mask_rle": encode_rle(m), "mask_height": 1024, "mask_width": 1024})
+                    "mask_rle": encode_rle(m), "mask_height": h, "mask_width": w})
     annotations = pd.DataFrame(ann)
     if len(annotations):
         annotations["instance"] = annotations.groupby("image_id").cumcount()
@@ -102,13 +105,15 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
 def _headers(root: Path, images: pd.DataFrame, problems: Problems) -> None:
     import pydicom
 
-    sexes, ages, views = [], [], []
+    sexes, ages, views, sizes = [], [], [], []
     for rel in images["path"]:
         try:
             ds = pydicom.dcmread(str(root / rel), stop_before_pixels=True)
             sexes.append(ds.get("PatientSex")), ages.append(ds.get("PatientAge")), views.append(ds.get("ViewPosition"))
+            sizes.append((float(ds.get("Rows", 1024)), float(ds.get("Columns", 1024))))
         except (OSError, pydicom.errors.InvalidDicomError):
-            sexes.append(None), ages.append(None), views.append(None)
+            sexes.append(None), ages.append(None), views.append(None), sizes.append((1024.0, 1024.0))
+    images["height"], images["width"] = [h for h, _ in sizes], [w for _, w in sizes]
     images["sex"] = clean_sex(pd.Series(sexes, index=images.index))
     images["age"] = clean_age(pd.Series(ages, index=images.index), root, problems, images["image_id"])
     images["view"] = views

@@ -3,7 +3,9 @@
 ``annotations_train.csv`` (or torchxrayvision's ``vinbigdata-train.csv``): ``image_id,
 class_name, class_id, rad_id, x_min, y_min, x_max, y_max``; "No finding" rows carry no box.
 Each radiologist is a reader (``rad_id``); a finding is positive when any reader marked it
-(``label_rule="any"``) or most of the image's readers did (``"majority"``). Images are
+(``label_rule="any"``) or most of the image's readers did (``"majority"``). The reference
+reader ``gt`` is the union of the radiologists' boxes of each positive finding (what makes it
+positive under the rule); each radiologist stays a reader of their own. Images are
 ``train/<image_id>.dicom``; demographics are only in the DICOM headers.
 """
 
@@ -46,6 +48,10 @@ def load_vindr(root: str | Path, *, csv: str | Path | None = None, label_rule: s
     annotations = pd.DataFrame({"image_id": box["image_id"].astype(str), "label": box["class_name"],
                                 "reader": box["rad_id"].astype(str), "kind": "box", "x": box.x_min, "y": box.y_min,
                                 "w": box.x_max - box.x_min, "h": box.y_max - box.y_min})
+    positive = pd.DataFrame(matrix, index=ids, columns=labels).stack()
+    positive = set(positive[positive == 1].index)
+    reference = annotations[[k in positive for k in zip(annotations.image_id, annotations.label)]].assign(reader="gt")
+    annotations = pd.concat([annotations, reference], ignore_index=True)
     annotations["instance"] = annotations.groupby(["image_id", "label", "reader"]).cumcount()
     images = pd.DataFrame({"image_id": ids, "path": [f"train/{i}.dicom" for i in ids], "patient_id": ids,
                            "sex": None, "age": np.nan, "view": None, "width": np.nan, "height": np.nan})
