@@ -19,7 +19,7 @@ from .errors import StoreError, UnknownNameError
 from .labels import NO_FINDING
 from .metrics import fairness, trust
 from .store import Store
-from .summaries import model_performance
+from .summaries import fill_command, model_performance, prediction_table
 
 __all__ = ["REPORTS", "Report", "localization_cases", "report_options", "run_report"]
 
@@ -31,29 +31,56 @@ class Report:
     fn: Callable[..., pd.DataFrame]
 
 
-def _need(df: pd.DataFrame, what: str, command: str = "python -m cxrxai demo") -> pd.DataFrame:
+def _need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | None = None) -> pd.DataFrame:
+    """``df`` when it has rows, else a :class:`StoreError` naming what is missing (model, table)
+    and the command that fills it."""
     if df.empty:
-        raise StoreError(f"the store has no {what} yet; fill it with `{command}`")
+        whose = f"model {model_id!r} has" if model_id else "the store has"
+        raise StoreError(f"{whose} no {what} yet (table {table}); fill it with `{fill_command(store, table)}`")
     return df
 
 
 def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice_: str = "true_positive",
-                       method: str | None = None) -> pd.DataFrame:
+                       method: str | None = None, params_key: str | None = None) -> pd.DataFrame:
     """Per-case localization rows joined with demographics, parameters and geometry.
+
+    With ``method``, one setting of it: ``params_key``, or by default the setting with the most
+    scored maps (occlusion 32/16 beside a sweep's other settings), so no case counts twice;
+    ``params_key="*"`` keeps every setting.
 
     ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
     thesis's TP cases), ``positive`` (ground truth positive: Saporta's true-positive slice of
     segmentations), or ``all``.
     """
-    loc = _need(store.table("localization", model_id=model_id, reader=reader), "localization metrics")
+    loc = store.table("localization", model_id=model_id, reader=reader)
+    if loc.empty:
+        readers = sorted(set(store.table("localization", model_id=model_id).get("reader", [])))
+        if readers:
+            raise StoreError(f"model {model_id!r} has no localization metrics against reader {reader!r} "
+                             f"(table localization has readers {', '.join(readers)}); choose reader= one of them")
+        _need(loc, store, "localization metrics", "localization", model_id)
     if method is not None:
+        have = sorted(loc.method.unique())
         loc = loc[loc.method == method]
+        if loc.empty:
+            raise StoreError(f"model {model_id!r} has no localization metrics for explainer {method!r} (table "
+                             f"localization has {', '.join(have)}); precompute its maps with "
+                             f"`{fill_command(store, 'localization').replace('gradcam,gradcam++', method)}`")
+        if params_key is None:
+            counts = loc.params_key.value_counts()
+            params_key = sorted(counts.index[counts == counts.max()])[0]
+        if params_key != "*":
+            loc = loc[loc.params_key == params_key]
     if slice_ == "true_positive":
         loc = loc[loc.gt_positive & (loc.predicted == True)]  # noqa: E712 — nullable: NA counts as not predicted
     elif slice_ == "positive":
         loc = loc[loc.gt_positive]
     elif slice_ != "all":
         raise UnknownNameError("slice", slice_, ("true_positive", "positive", "all"))
+    if loc.empty:
+        raise StoreError(f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
+                         + (f" of {method!r}" if method else "") + " (table localization); choose slice=positive or "
+                         f"slice=all, or fill more with `{fill_command(store, 'localization')}`")
     imgs = store.images(image_ids=loc.image_id.unique())[["image_id", "sex", "age", "age_bin", "split"]]
     return loc.merge(imgs, on="image_id", how="left")
 
@@ -77,8 +104,8 @@ def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive
 
 def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive") -> pd.DataFrame:
     """Thesis Fig. 3 / Table S4: per patch/stride — grid, seconds per map, IoU/PLA/AUC with CIs."""
-    idx = _need(store.map_index(model_id=model_id, method="occlusion"), "occlusion maps")
-    cases = localization_cases(store, model_id, slice_=slice_, method="occlusion")
+    idx = _need(store.map_index(model_id=model_id, method="occlusion"), store, "occlusion maps", "sweep", model_id)
+    cases = localization_cases(store, model_id, slice_=slice_, method="occlusion", params_key="*")
     rows = []
     for key, g in idx.groupby("params_key"):
         p = json.loads(key)
@@ -113,8 +140,9 @@ def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method:
     readers = sorted(m[len("reader:"):] for m in loc.get("method", pd.Series(dtype=str)).unique() if m.startswith("reader:"))
     hb = benchmark_reader or (readers[0] if readers else None)
     if hb is None:
-        raise StoreError("the store has no second reader (human benchmark); import one with a dataset that has it "
-                         "(e.g. CheXlocalize's hb_annotations_test.json)")
+        raise StoreError(f"model {model_id!r} has no second reader's scores (table localization, method reader:*); "
+                         "a dataset with one fills it, e.g. `python -m cxrxai precompute --dataset chexpert ... "
+                         "--data-option chexlocalize=DIR` with CheXlocalize's hb_annotations_test.json")
     method_cases = localization_cases(store, model_id, slice_="positive", method=method)
     hb_cases = localization_cases(store, model_id, slice_="positive", method=f"reader:{hb}")
     pred = method_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
@@ -123,16 +151,37 @@ def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method:
 
 
 def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
-                 split: str = "test") -> pd.DataFrame:
-    """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n."""
-    table = _need(store.prediction_table(model_id, split=split), "predictions")
+                 split: str | None = None) -> pd.DataFrame:
+    """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n.
+    ``split``: test when the model has test predictions, else ``all`` (every predicted image)."""
+    table = prediction_table(store, model_id, split=split)
     table = table[table.label != NO_FINDING]
+    decided = table.dropna(subset=["predicted", "ground_truth"])
+    if decided.empty:
+        raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: no threshold "
+                         f"for any of {', '.join(table.label.unique())} (table thresholds) or no ground truth; thresholds "
+                         "are chosen on a validation split with both classes (`python -m cxrxai precompute ... --split "
+                         "all`) or imported (`python -m cxrxai import-predictions ... --thresholds Threshold.csv`)")
     return fairness.subgroup_rates(table, by, ci=ci)
 
 
-def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str = "test") -> pd.DataFrame:
-    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group."""
-    table = _need(store.prediction_table(model_id, split=split), "predictions")
+def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None
+                   ) -> pd.DataFrame:
+    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split`` as
+    in :func:`subgroup_tpr`; ``all`` evaluates imported predictions on exactly their images)."""
+    table = prediction_table(store, model_id, split=split)
+    # a dataset's own spelling counts too (VinDr-CXR: "No finding")
+    spelled = next((lab for lab in table.label.unique() if str(lab).casefold() == NO_FINDING.casefold()), NO_FINDING)
+    table = table.assign(label=table.label.replace({spelled: NO_FINDING}))
+    nf = table[table.label == NO_FINDING]
+    if nf.empty:
+        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} output (labels: {', '.join(table.label.unique())}); "
+                         "the under/overdiagnosis analysis needs a model that outputs one")
+    if nf.predicted.isna().all() or nf.ground_truth.isna().all():
+        missing = "threshold (table thresholds)" if nf.predicted.isna().all() else "ground truth (table labels)"
+        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these {nf.image_id.nunique():,} "
+                         "images; import thresholds with `python -m cxrxai import-predictions ... --thresholds Threshold.csv`, or predict a "
+                         "validation split with both classes so one can be chosen")
     return fairness.underdiagnosis(table, by)
 
 
@@ -147,7 +196,7 @@ def geometry_regressions(store: Store, model_id: str, *, method: str = "gradcam"
                          dominant: str = "most_points", benchmark_reader: str | None = None) -> pd.DataFrame:
     """Saporta Table 1: IoU and hit ~ each geometric feature (pooled findings, positive slice),
     Bonferroni k = 4; with a second reader also the (benchmark − method) differences."""
-    geo = _need(store.table("geometry", reader="gt", dominant=dominant), "geometric features")
+    geo = _need(store.table("geometry", reader="gt", dominant=dominant), store, "geometric features", "geometry")
     cases = localization_cases(store, model_id, slice_="positive", method=method)
     feats = ["instances", "size", "elongation", "irrectangularity"]
     df = cases.merge(geo[["image_id", "label", *feats]], on=["image_id", "label"])
@@ -174,7 +223,7 @@ def confidence_regressions(store: Store, model_id: str, *, method: str = "gradca
 def trust_table(store: Store, model_id: str, *, data_range: float = 1.0, alpha: float = 0.005) -> pd.DataFrame:
     """Arun et al. Table 2: PASS/FAIL for utility (AUPRC vs average mask), randomization,
     repeatability and reproducibility, with the means and p-values behind each verdict."""
-    t = _need(store.table("trust", model_id=model_id), "trust scores")
+    t = _need(store.table("trust", model_id=model_id), store, "trust scores", "trust", model_id)
     t = t[t.data_range == data_range]
     thresholds = t[t.kind == "threshold"].set_index("method")["ssim"]
     last = t[t.kind == "randomization"].step_index.max()
@@ -197,7 +246,7 @@ def trust_table(store: Store, model_id: str, *, data_range: float = 1.0, alpha: 
 
 def randomization_curves(store: Store, model_id: str, *, data_range: float = 1.0) -> pd.DataFrame:
     """Mean SSIM to the original map per method and randomization step (Arun Fig. 3)."""
-    t = _need(store.table("trust", model_id=model_id), "trust scores")
+    t = _need(store.table("trust", model_id=model_id), store, "trust scores", "trust", model_id)
     t = t[(t.kind == "randomization") & (t.data_range == data_range)]
     return (t.groupby(["method", "step_index", "step"]).ssim.agg(["mean", "std", "count"]).reset_index()
             .sort_values(["method", "step_index"]))
@@ -205,7 +254,7 @@ def randomization_curves(store: Store, model_id: str, *, data_range: float = 1.0
 
 def fidelity_summary(store: Store, model_id: str) -> pd.DataFrame:
     """Thesis §2.4: faithfulness, AUDC/AUIC and AUDCdiff (black, mean image, normalised) per method."""
-    f = _need(store.table("fidelity", model_id=model_id), "fidelity curves")
+    f = _need(store.table("fidelity", model_id=model_id), store, "fidelity curves", "fidelity", model_id)
     cols = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean", "audc_diff_mean",
             "audc_diff_mean_normalized"]
     out = f.groupby("method")[cols].mean().reset_index()
@@ -213,8 +262,10 @@ def fidelity_summary(store: Store, model_id: str) -> pd.DataFrame:
     return out
 
 
-def performance(store: Store, model_id: str, *, split: str = "test") -> pd.DataFrame:
-    """AUROC per label with bootstrap CI, TPR/FPR at the stored thresholds."""
+def performance(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
+    """AUROC per label with bootstrap CI, TPR/FPR at the stored thresholds (``split`` as in
+    :func:`subgroup_tpr`)."""
+    prediction_table(store, model_id, split=split)  # a clear error when there is nothing to evaluate
     return model_performance(store, model_id, split=split)
 
 

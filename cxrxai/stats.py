@@ -104,7 +104,10 @@ def percentage_decrease(benchmark: pd.DataFrame, method: pd.DataFrame, *, n_boot
         common = benchmark.index.intersection(method.index)
         if len(common) == 0:
             raise MetricError("the benchmark and method tables share no case ids")
-        benchmark, method = benchmark.loc[common, method.columns], method.loc[common]
+        labels = [c for c in method.columns if c in benchmark.columns]  # labels both readers scored
+        if not labels:
+            raise MetricError("the benchmark and method tables share no label")
+        benchmark, method = benchmark.loc[common, labels], method.loc[common, labels]
     both = pd.concat({"hb": benchmark, "pred": method}, axis=1)
     reps = bootstrap_replicates(both, n_boot=n_boot, seed=seed, joint=True)
     hb, pred = reps["hb"], reps["pred"]

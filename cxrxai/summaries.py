@@ -5,21 +5,74 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .errors import StoreError
 from .labels import AGE_BINS, NO_FINDING
 from .metrics.classification import auroc_ci
 from .store import Store
 
-__all__ = ["case_table", "cohort_table", "filter_cases", "label_table", "model_performance", "outcome"]
+__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "filter_cases", "label_table", "model_performance",
+           "outcome", "prediction_table", "resolve_split"]
+
+#: The split name that means "every image with a prediction of the model".
+ALL = "all"
 
 
-def model_performance(store: Store, model_id: str, *, split: str = "test", n_boot: int = 1000,
+def resolve_split(store: Store, model_id: str, split: str | None) -> str | None:
+    """The split a view evaluates, as a ``prediction_table`` argument (``None`` = every image).
+
+    ``"all"`` → every image the model has a prediction for (predictions imported from elsewhere
+    cover exactly the images they were made on); ``None`` → the test split when the model has
+    predictions there, else every image; any other name is taken as given.
+    """
+    if split == ALL:
+        return None
+    if split is None:
+        return "test" if "test" in store.prediction_splits(model_id) else None
+    return split
+
+
+def fill_command(store: Store, what: str = "predictions") -> str:
+    """The command that fills ``what`` in this store: the demo build for the demo store, else a
+    precompute (or an import, for predictions)."""
+    if "demo" in set(store.datasets().get("dataset", [])):
+        return "python -m cxrxai demo"
+    if what == "predictions":
+        return "python -m cxrxai precompute --model ... (or import-predictions --predictions preds.csv)"
+    extra = {"trust": " --analyses trust", "fidelity": " --analyses fidelity", "sweep": " --analyses sweep"}.get(what, "")
+    return f"python -m cxrxai precompute --model ... --explainers gradcam,gradcam++{extra}"
+
+
+def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
+    """``store.prediction_table`` over :func:`resolve_split`'s split; when it is empty, a
+    :class:`StoreError` naming the model, the split, what the model does have and the command
+    that fills it."""
+    resolved = resolve_split(store, model_id, split)
+    table = store.prediction_table(model_id, split=resolved)
+    if not table.empty:
+        return table
+    models = store.models()
+    known = models["model_id"].tolist() if len(models) else []
+    if model_id not in known:
+        raise StoreError(f"the store has no model {model_id!r} (models: {', '.join(known) or 'none'}); "
+                         f"fill it with `{fill_command(store)}`")
+    have = store.prediction_splits(model_id)
+    if not have:
+        raise StoreError(f"model {model_id!r} has no predictions (table predictions is empty for it); "
+                         f"fill it with `{fill_command(store)}`")
+    listing = ", ".join(f"{k} {v:,} images" for k, v in have.items())
+    raise StoreError(f"model {model_id!r} has no predictions in split {resolved!r} (table predictions has {listing}); "
+                     f"choose split=all or one of {', '.join(have)}, or predict that split with "
+                     f"`python -m cxrxai precompute ... --split {resolved}`")
+
+
+def model_performance(store: Store, model_id: str, *, split: str | None = None, n_boot: int = 1000,
                       seed: int = 0) -> pd.DataFrame:
     """AUROC with bootstrap 95 % CI, counts and threshold per label on one split.
 
     Columns: label, auroc, lower, upper, n_positive, n_negative, threshold, tpr, fpr (the last two
     at the stored threshold; NaN without one).
     """
-    table = store.prediction_table(model_id, split=split).dropna(subset=["ground_truth"])
+    table = store.prediction_table(model_id, split=resolve_split(store, model_id, split)).dropna(subset=["ground_truth"])
     rows = []
     for label, grp in table.groupby("label", sort=False):
         y = grp["ground_truth"].to_numpy(int)
@@ -30,8 +83,8 @@ def model_performance(store: Store, model_id: str, *, split: str = "test", n_boo
             "label": label, "auroc": point, "lower": lo, "upper": hi,
             "n_positive": int(pos.sum()), "n_negative": int(neg.sum()),
             "threshold": grp["threshold"].iloc[0],
-            "tpr": float(np.nanmean(pred[pos])) if pos.any() else np.nan,
-            "fpr": float(np.nanmean(pred[neg])) if neg.any() else np.nan,
+            "tpr": float(np.nanmean(pred[pos])) if np.isfinite(pred[pos]).any() else np.nan,
+            "fpr": float(np.nanmean(pred[neg])) if np.isfinite(pred[neg]).any() else np.nan,
         })
     return pd.DataFrame(rows)
 
@@ -71,11 +124,12 @@ def outcome(ground_truth, predicted) -> np.ndarray:
     return out
 
 
-def case_table(store: Store, model_id: str, *, split: str | None = "test", method: str | None = None,
+def case_table(store: Store, model_id: str, *, split: str | None = None, method: str | None = None,
                params_key: str | None = None, reader: str = "gt") -> pd.DataFrame:
     """One row per image × finding: demographics, probability, threshold, truth, outcome, and —
-    when ``method`` is given — that map's stored IoU, hit and AUC."""
-    t = store.prediction_table(model_id, split=split)
+    when ``method`` is given — that map's stored IoU, hit and AUC. ``split``: see
+    :func:`resolve_split` (default: test when the model has test predictions, else all)."""
+    t = store.prediction_table(model_id, split=resolve_split(store, model_id, split))
     t = t[t.label != NO_FINDING].copy()
     t["outcome"] = outcome(t["ground_truth"], t["predicted"])
     if method is not None:

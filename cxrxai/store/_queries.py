@@ -168,6 +168,12 @@ class Queries:
     def predicted_image_ids(self, model_id: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])}
 
+    def prediction_splits(self, model_id: str) -> dict[str, int]:
+        """Images with a prediction of ``model_id``, per split (a missing split reads "none")."""
+        rows = self._rows("SELECT coalesce(i.split, 'none'), count(DISTINCT p.image_id) FROM predictions p "
+                          "JOIN images i USING (image_id) WHERE p.model_id = ? GROUP BY ALL ORDER BY ALL", [model_id])
+        return {str(split): int(n) for split, n in rows}
+
     def thresholds(self, model_id: str) -> pd.DataFrame:
         return self._df("SELECT * FROM thresholds WHERE model_id = ? ORDER BY label", [model_id])
 
