@@ -25,7 +25,7 @@ from .data.decode import decode_images
 from .data.demo import DemoData, label_matrix, load_demo
 from .data.phantom import PhantomConfig
 from .data.second_reader import synthetic_reader
-from .errors import StoreError
+from .errors import StoreError, UnknownNameError
 from .explain.stage import DEMO_PLAN, MapPlan, cam_stage, default_config, maps_stage, sweep_stage
 from .labels import DEMO_LABELS
 from .metrics.model_stages import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
@@ -127,10 +127,25 @@ def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verif
     return {"predicted": len(todo), "skipped": len(done), "images_per_s": round(len(todo) / seconds, 2)}
 
 
-def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None = None, split: str = "test"
-                   ) -> list[Stage]:
+#: Optional analyses of a real-data precompute (``precompute --analyses``).
+ANALYSES = ("sweep", "trust", "fidelity")
+
+
+def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None = None, split: str | None = "test",
+                   analyses=(), cases: int = 30) -> list[Stage]:
     """Stages of a real-data precompute: predictions, thresholds, maps of ``explainers`` (CAMs for
-    every image × label; others for ``per_label`` positive cases per label, or all), metrics."""
+    every image × label; others for ``per_label`` positive cases per label, or all) on ``split``
+    (``None``: every image), then the metrics: localization against the reference reader, the
+    second readers (human benchmark), Arun et al.'s average-mask and random baselines (when the
+    training split has masks), and lesion geometry — each image at its own size.
+
+    ``analyses`` adds any of :data:`ANALYSES` on ``cases`` positive cases: the thesis's occlusion
+    patch/stride sweep (one fixed set of cases shared by every setting), Arun et al.'s cascading
+    randomization (Grad-CAM, saliency, guided backprop) and the thesis's fidelity curves.
+    """
+    unknown = [a for a in analyses if a not in ANALYSES]
+    if unknown:
+        raise UnknownNameError("analysis", unknown[0], ANALYSES)
     cams = tuple(m for m in explainers if m in ("gradcam", "gradcam++"))
     others = tuple(default_config(m, per_label) for m in explainers if m not in cams)
     plan = MapPlan(split=split, cams=cams, maps=others, sweep=(), sweep_cases=0)
@@ -140,7 +155,20 @@ def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None
     if others:
         stages.append(Stage("maps", lambda ctx: maps_stage(ctx, plan)))
     return stages + [Stage("localization", localization_stage), Stage("second reader", reader_stage),
-                     Stage("geometry", geometry_stage)]
+                     Stage("baselines", lambda ctx: baseline_stage(ctx, split=split)), Stage("geometry", geometry_stage),
+                     *_analysis_stages(analyses, split, cases)]
+
+
+def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
+    out = []
+    if "sweep" in analyses:
+        plan = MapPlan(split=split, cams=(), maps=(), sweep_cases=cases)
+        out += [Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)), Stage("sweep scores", localization_stage)]
+    if "trust" in analyses:
+        out.append(Stage("trust", lambda ctx: trust_stage(ctx, TrustPlan(images=cases))))
+    if "fidelity" in analyses:
+        out.append(Stage("fidelity", lambda ctx: fidelity_stage(ctx, FidelityPlan(cases=cases))))
+    return out
 
 
 def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame, *, model_name: str,
@@ -220,7 +248,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
         writer.put_model(model.spec, weights_path=model_path)
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
-                           options={"image_ids": decoded.image_ids})
+                           options={"image_ids": decoded.image_ids, "split": split})
         for stage in stages:
             s0 = time.monotonic()
             report[stage.name] = {**stage.run(ctx), "seconds": round(time.monotonic() - s0, 1)}

@@ -59,6 +59,10 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
     p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
     p.add_argument("--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)")
+    p.add_argument("--analyses", default="", help="also run, comma-separated: sweep (occlusion patch/stride, thesis Table "
+                                                  "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
+                                                  "insertion, thesis §2.4)")
+    p.add_argument("--cases", type=int, default=30, help="positive cases for each of --analyses (default 30)")
 
 
 @command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
@@ -71,7 +75,8 @@ def _precompute(args) -> int:
     bars = Bars()
     report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars,
                            stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
-                                                 split=split or "test"),
+                                                 split=split, analyses=[a for a in args.analyses.split(",") if a],
+                                                 cases=args.cases),
                            cache_dir=paths.data_cache() / "decoded", fresh=args.fresh, model_path=weights)
     bars.close()
     print(json.dumps(report, indent=1, default=str))

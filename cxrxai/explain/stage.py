@@ -57,7 +57,7 @@ SWEEP = ((32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
 
 @dataclass(frozen=True)
 class MapPlan:
-    split: str = "test"
+    split: str | None = "test"  # None: every image of the dataset
     cams: tuple[str, ...] = ("gradcam", "gradcam++")
     maps: tuple[MapConfig, ...] = (
         MapConfig("gradientshap", {"baseline": "black", "n_samples": 5, "stdevs": 0.0, "seed": 0, "output": "logit",
@@ -96,8 +96,8 @@ def native_map(stored: StoredMap) -> np.ndarray:
     return stored.values
 
 
-def positive_pairs(writer, dataset: str, split: str, labels, *, positive_only: bool = True) -> pd.DataFrame:
-    """(image_id, label) pairs of the split (findings only), by default those whose ground truth
+def positive_pairs(writer, dataset: str, split: str | None, labels, *, positive_only: bool = True) -> pd.DataFrame:
+    """(image_id, label) pairs of the split (``None``: every split; findings only), by default those whose ground truth
     is positive; ``positive_only=False`` gives every image × finding (the full-dataset view)."""
     imgs = writer.images(dataset=dataset, split=split)[["image_id"]]
     wide = writer.labels_wide(dataset=dataset)
@@ -220,8 +220,9 @@ def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
 def sweep_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
     """The thesis's occlusion patch/stride sweep (Table S4) on a few cases, with timings."""
     model = ctx.model
-    pairs = _sample(available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels)), 1, plan.seed)
-    cases = pairs.head(plan.sweep_cases)
+    pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
+    per_label = max(1, -(-plan.sweep_cases // max(1, pairs.label.nunique())))  # one fixed set shared by every setting
+    cases = _sample(pairs, per_label, plan.seed).head(plan.sweep_cases)
     report = {}
     for patch, stride in plan.sweep:
         params = resolved_params("occlusion", {"patch": patch, "stride": stride, "baseline": "black", "output": "logit"},

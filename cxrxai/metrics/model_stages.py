@@ -19,7 +19,7 @@ import torch
 from ..explain import explain
 from ..explain._common import baseline_tensor
 from ..explain.postprocess import positive, upsample
-from ..explain.stage import native_map, positive_pairs
+from ..explain.stage import available, native_map, positive_pairs
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
 from . import fidelity, trust
@@ -52,8 +52,13 @@ class FidelityPlan:
     seed: int = 0
 
 
+def _split(ctx) -> str | None:
+    """The split a build evaluates (``ctx.options["split"]``; the demo's test split by default)."""
+    return ctx.options.get("split", "test")
+
+
 def _sample(ctx, n: int, seed: int) -> pd.DataFrame:
-    pairs = positive_pairs(ctx.writer, ctx.dataset, "test", ctx.model.spec.labels)
+    pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, _split(ctx), ctx.model.spec.labels))
     first = pairs.groupby("image_id", sort=True).head(1)
     return first.sample(n=min(n, len(first)), random_state=seed).sort_values("image_id")
 
@@ -130,8 +135,9 @@ def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
     chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
     if chosen.empty:
         return {"computed": 0}
-    test_ids = ctx.writer.images(dataset=ctx.dataset, split="test").image_id.tolist()
-    mean_img = np.asarray(ctx.load_images(test_ids), np.float64).mean(0)
+    test_ids = available(ctx, ctx.writer.images(dataset=ctx.dataset, split=_split(ctx))).image_id.tolist()
+    mean_img = sum(np.asarray(ctx.load_images(test_ids[i:i + 256]), np.float64).sum(0)  # in chunks: any dataset size
+                   for i in range(0, len(test_ids), 256)) / len(test_ids)
     fills = {"black": None, "mean": preprocess((mean_img / 255.0).astype(np.float32), model.spec).to(model.device)}
     rows = []
     for k, r in enumerate(chosen.itertuples(index=False)):
