@@ -212,7 +212,8 @@ def explain_job(model, image, target: int, method: str, params: dict, *, owner: 
     key = (model.spec.name, *case_key, int(target), method, params_key(params))
     spec = None
     if weights_path is not None:
-        spec = {"weights_path": str(weights_path), "image": image.detach().cpu().contiguous().numpy(),
+        spec = {"weights_path": str(weights_path), "model_spec": model.spec.to_json(),
+                "image": image.detach().cpu().contiguous().numpy(),
                 "target": int(target), "method": method, "params": dict(params)}
     return Job(key=key, owner=owner, run=lambda progress, cancelled: _stages(
         model, image, target, method, params, progress, cancelled), spec=spec)
@@ -296,7 +297,8 @@ class _Child:
 def _child_main(conn, cancel) -> None:
     import torch
 
-    from .models.registry import load
+    from .models.spec import ModelSpec
+    from .models.stored import load_stored
 
     models: dict[str, Any] = {}
     while True:
@@ -309,7 +311,7 @@ def _child_main(conn, cancel) -> None:
         jid, spec = msg
         try:
             if spec["weights_path"] not in models:
-                models[spec["weights_path"]] = load(spec["weights_path"])
+                models[spec["weights_path"]] = load_stored(ModelSpec.from_json(spec["model_spec"]), spec["weights_path"])
             model = models[spec["weights_path"]]
             image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
             stages = _stages(model, image, spec["target"], spec["method"], spec["params"],

@@ -5,7 +5,9 @@ Pure OpenCV/numpy — no browser, no kaleido — so overlays export offline.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
+
 
 import cv2
 import numpy as np
@@ -19,6 +21,9 @@ __all__ = [
     "COLORMAPS",
     "DISPLAY_MODES",
     "LABEL_COLORS",
+    "label_color",
+    "MAX_DISPLAY_SIDE",
+    "display_scale",
     "draw_boxes",
     "draw_masks",
     "heatmap_overlay",
@@ -34,6 +39,15 @@ LABEL_COLORS: dict[str, tuple[int, int, int]] = dict(zip(FINDINGS, [
 ]))
 
 
+def label_color(label: str) -> tuple[int, int, int]:
+    """RGB of a label's outline: the NIH findings' fixed colours, any other label (CheXpert,
+    VinDr, a folder's own) a stable pick from the same colour-blind-safe palette."""
+    if label in LABEL_COLORS:
+        return LABEL_COLORS[label]
+    palette = list(LABEL_COLORS.values())
+    return palette[zlib.crc32(label.encode()) % len(palette)]
+
+
 def to_rgb(image: np.ndarray) -> np.ndarray:
     """A grey (H, W) uint8 radiograph as (H, W, 3) RGB."""
     img = np.asarray(image)
@@ -47,7 +61,7 @@ def draw_masks(rgb: np.ndarray, masks: Iterable[tuple[str, np.ndarray]], *, thic
     """Outline (and optionally tint) each ``(label, mask)`` in the label's colour."""
     out = rgb.copy()
     for label, mask in masks:
-        color = LABEL_COLORS.get(label, (255, 0, 0))
+        color = label_color(label)
         m = np.asarray(mask, np.uint8)
         if fill_alpha > 0:
             tint = np.zeros_like(out)
@@ -65,7 +79,7 @@ def draw_boxes(rgb: np.ndarray, boxes: Iterable[tuple[str, tuple[float, float, f
     for label, (x, y, w, h) in boxes:
         p0 = (int(round(x)), int(round(y)))
         p1 = (int(round(x + w - 1)), int(round(y + h - 1)))
-        cv2.rectangle(out, p0, p1, LABEL_COLORS.get(label, (255, 0, 0)), thickness)
+        cv2.rectangle(out, p0, p1, label_color(label), thickness)
     return out
 
 
@@ -86,19 +100,37 @@ COLORMAPS = {"jet": cv2.COLORMAP_JET, "inferno": cv2.COLORMAP_INFERNO, "viridis"
 DISPLAY_MODES = ("normalized", "raw", "otsu")
 
 
-def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: str = "normalized",
-                alpha: float = 0.45, colormap: str = "jet", masks=(), boxes=(), scale: int = 2) -> np.ndarray:
-    """The radiograph (upscaled ``scale``×) with a saliency overlay and ground truth outlines.
+#: Longest side of a rendered overlay: a 2828 px film is drawn at display size, not upscaled.
+MAX_DISPLAY_SIDE = 1400
 
-    ``mode``: ``normalized`` — positive part, upsampled bilinearly, min–max; ``raw`` — signed map
-    on a diverging scale (blue negative, red positive, 0 transparent-grey); ``otsu`` — only the
-    contour of the CheXlocalize Otsu segmentation.
+
+def display_scale(shape: tuple[int, int], scale: float = 2, max_side: int = MAX_DISPLAY_SIDE) -> float:
+    """The factor an image of ``shape`` is drawn at: ``scale``, or less so the longest side stays
+    within ``max_side`` (a large film is shrunk, a small phantom enlarged).
+
+    >>> display_scale((224, 224)), display_scale((2320, 2828))
+    (2, 0.4950495049504951)
+    """
+    return min(scale, max_side / max(shape))
+
+
+def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: str = "normalized",
+                alpha: float = 0.45, colormap: str = "jet", masks=(), boxes=(), scale: float = 2,
+                max_side: int = MAX_DISPLAY_SIDE) -> np.ndarray:
+    """The radiograph at :func:`display_scale` with a saliency overlay and ground truth outlines.
+
+    Map, masks and boxes are resampled to the same display grid as the film, so they stay where
+    they are on the film whatever its size and aspect. ``mode``: ``normalized`` — positive part,
+    upsampled bilinearly, min–max; ``raw`` — signed map on a diverging scale (blue negative, red
+    positive, 0 transparent-grey); ``otsu`` — only the contour of the CheXlocalize Otsu
+    segmentation (computed on the map upsampled to the display grid).
     """
     if mode not in DISPLAY_MODES:
         raise UnknownNameError("display mode", mode, DISPLAY_MODES)
     h, w = image.shape
-    size = (h * scale, w * scale)
-    big = cv2.resize(image, (size[1], size[0]), interpolation=cv2.INTER_LINEAR)
+    f = display_scale((h, w), scale, max_side)
+    size = (max(1, round(h * f)), max(1, round(w * f)))
+    big = cv2.resize(image, (size[1], size[0]), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
     rgb = to_rgb(big)
     if saliency is not None:
         if mode == "normalized":
@@ -115,9 +147,10 @@ def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: 
             rgb = (rgb * (1 - weight) + color * weight).astype(np.uint8)
         else:
             rgb = draw_masks(rgb, [("", otsu_mask(saliency, size))], thickness=2)
+    thick = max(1, round(f))
     rgb = draw_masks(rgb, [(lab, cv2.resize(m.astype(np.uint8), (size[1], size[0]), interpolation=cv2.INTER_NEAREST))
-                           for lab, m in masks], thickness=max(1, scale))
-    return draw_boxes(rgb, [(lab, tuple(v * scale for v in b)) for lab, b in boxes], thickness=max(1, scale))
+                           for lab, m in masks], thickness=thick)
+    return draw_boxes(rgb, [(lab, tuple(v * f for v in b)) for lab, b in boxes], thickness=thick)
 
 
 def tile(images: list[np.ndarray], columns: int, *, gap: int = 4) -> np.ndarray:

@@ -25,7 +25,9 @@ from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain.stage import native_map
 from cxrxai.live import LiveWorker
-from cxrxai.models.registry import LoadedModel, load
+from cxrxai.models.registry import LoadedModel
+from cxrxai.models.spec import ModelSpec
+from cxrxai.models.stored import load_stored
 from cxrxai.store import Store, open_store
 
 STORE_KEY = "store_path"
@@ -245,14 +247,15 @@ def stored_map(path: str, built_at: str, model_id: str, image_id: str, label: st
 
 
 @st.cache_resource(show_spinner="Loading the model…")
-def model(weights_path: str) -> LoadedModel:
-    return load(weights_path)
+def model(spec_json: str, weights_path: str | None) -> LoadedModel:
+    return load_stored(ModelSpec.from_json(spec_json), weights_path)
 
 
 def model_for(store: Store, model_id: str) -> LoadedModel | None:
+    """The store's model ``model_id`` for live maps, or None with a warning saying why not."""
     row = store.models().set_index("model_id").loc[model_id]
     try:
-        return model(str(row["weights_path"]))
+        return model(str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"]))
     except CxrxaiError as err:
         st.warning(f"Live recomputation is off: {err}")
         return None

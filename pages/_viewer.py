@@ -114,7 +114,9 @@ def _map_view(store, model_id, case_id, label, method, params, mode, alpha, cmap
 
 def _live(store, model_id, case_id, label, method, params, slot):
     row = store.models().set_index("model_id").loc[model_id]
-    model = ui.model(str(row["weights_path"]))
+    model = ui.model_for(store, model_id)
+    if model is None:
+        return None, "live recomputation unavailable"
     x = preprocess(ui.image(str(store.path), ui.version(store), case_id), model.spec).to(model.device)
     job = ui.worker().submit(explain_job(model, x, model.spec.label_index(label), method, params,
                                          owner=f"{ui.session_owner()}:{slot}", case_key=(str(store.path), case_id),

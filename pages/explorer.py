@@ -4,7 +4,7 @@ and recompute any explainer live (occlusion patch/stride sliders, coarse → fin
 import streamlit as st
 
 from cxrxai import summaries
-from cxrxai.labels import AGE_BINS, FINDINGS, SEXES
+from cxrxai.labels import AGE_BINS, SEXES
 from pages import _common as ui
 from pages import _viewer
 
@@ -12,12 +12,14 @@ store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
 cases = ui.case_table(path, built, model_id, "gradcam")
 if cases.empty:
-    ui.missing("test-split predictions")
+    ui.missing(f"predictions of {model_id}")
     st.stop()
+split = cases["split"].iloc[0] if cases["split"].nunique() == 1 else "all"
 
 with st.expander("Filters", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
-    findings = [f for f in FINDINGS if f in set(cases["label"])]
+    present = set(cases["label"])  # the model's own labels, in its output order
+    findings = [f for f in store.model_spec(model_id).labels if f in present]
     remembered = ui.recalled("finding")
     finding = c1.selectbox("Finding", findings, index=findings.index(remembered) if remembered in findings else 0)
     ui.remember("finding", finding)
@@ -37,7 +39,7 @@ with st.expander("Filters", expanded=True):
 
 view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages, outcomes=outcomes,
                               prob_range=prob_range, metric="iou", metric_range=iou_range, image_ids=chosen)
-st.caption(f"{len(view)} of {int((cases.label == finding).sum())} {finding} test cases")
+st.caption(f"{len(view)} of {int((cases.label == finding).sum())} {finding} cases ({split} split)")
 columns = ["image_id", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
 event = st.dataframe(view[columns].round(3), hide_index=True, height=220, key="case_grid",
                      on_select="rerun", selection_mode="single-row")

@@ -1,0 +1,41 @@
+"""Reloading a model a store was built with, whatever way it came in.
+
+A store records each model's spec (labels, input size, normalisation, explained output, card)
+and the weights file it was read from. :func:`load_stored` turns that pair back into a
+:class:`~cxrxai.models.registry.LoadedModel`, so the app's live explainer works on a store built
+from our weights (``NAME.pt`` + ``NAME.json``), from another group's checkpoint
+(``ARCH:CHECKPOINT[:LABELS]``) or from torchxrayvision weights alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError
+from .registry import LoadedModel, load
+from .spec import ModelSpec
+
+__all__ = ["load_stored"]
+
+
+def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None) -> LoadedModel:
+    """The model of ``spec`` with the weights at ``weights_path`` (see the module docstring).
+
+    Raises :class:`ModelError` when no weights path is known (imported predictions have no model)
+    or the file is gone.
+    """
+    from .external import load_checkpoint, load_xrv
+
+    if spec.arch == "imported":
+        raise ModelError(f"{spec.name!r} holds predictions imported from elsewhere; there is no model to explain")
+    if not weights_path:
+        raise ModelError(f"the store does not say where {spec.name!r}'s weights are; rebuild it with --model")
+    path = Path(weights_path)
+    source = spec.card.get("source")
+    if source == "torchxrayvision":
+        return load_xrv(spec.card["weights"], cache_dir=path.parent, device=device)
+    if source == "user checkpoint":
+        return load_checkpoint(path, arch=spec.arch, labels=spec.labels, input_size=spec.input_size, mean=spec.mean,
+                               std=spec.std, name=spec.name, device=device,
+                               trust_pickle=bool(spec.card.get("trust_pickle", False)))
+    return load(path, device=device)
