@@ -1,0 +1,172 @@
+"""The real user's path, per published layout: a small dataset on disk exactly as published
+(images of different native sizes and formats), a checkpoint saved the torchvision way with that
+dataset's labels, then ``precompute`` → every ``report`` → every page, asserting numbers.
+
+What a wrong image size would break is checked directly: each ground-truth mask the store scores
+against has the area written for *that* image (geometry ``size`` and localization ``gt_area``,
+both fractions of the image), and a map equal to the ground truth scores IoU 1 at that size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torchvision
+from streamlit.testing.v1 import AppTest
+
+from cxrxai.cli import main
+from cxrxai.data.adapters.nih import NIH_LABELS
+from cxrxai.errors import StoreError
+from cxrxai.metrics.stage import score_map
+from cxrxai.reports import REPORTS, run_report
+from cxrxai.store import open_store
+
+from . import _layouts
+
+pytestmark = pytest.mark.slow
+APP = Path(__file__).resolve().parents[2] / "app.py"
+PAGES = ["pages/overview.py", "pages/explorer.py", "pages/subgroups.py", "pages/benchmark.py", "pages/geometry.py",
+         "pages/trust.py", "pages/fidelity.py"]
+#: Reports every layout's store must answer with a table (the rest may say what is missing: with
+#: eight images, a validation split may hold one class only, so no threshold can be chosen).
+CORE_REPORTS = {"performance", "localization", "geometry", "confidence"}
+
+
+def _nih_entry_rows(n: int) -> pd.DataFrame:
+    """The first ``n`` real rows of NIH's Data_Entry_2017_v2020.csv (torchxrayvision ships it)."""
+    import torchxrayvision
+
+    path = Path(torchxrayvision.__file__).parent / "data" / "Data_Entry_2017_v2020.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        return pd.read_csv(fh, nrows=n)
+
+
+BUILDERS = {
+    "nih": lambda root: _layouts.nih(root, _nih_entry_rows(8)),
+    "chexpert": _layouts.chexpert,
+    "siim": _layouts.siim,
+    "rsna": _layouts.rsna,
+    "vindr": _layouts.vindr,
+    "folder": _layouts.folder,
+}
+
+
+def _checkpoint(folder: Path, labels: list[str]) -> str:
+    """A ResNet-18 ``state_dict`` saved as another group saves it (no card of ours), plus labels."""
+    torch.manual_seed(0)
+    net = torchvision.models.resnet18(num_classes=len(labels))
+    torch.save(net.state_dict(), folder / "ckpt.pt")
+    (folder / "labels.json").write_text(json.dumps(labels))
+    return f"resnet18:{folder / 'ckpt.pt'}:{folder / 'labels.json'}"
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDERS))
+def built(request, tmp_path_factory):
+    name = request.param
+    root = tmp_path_factory.mktemp(name)
+    (root / "data").mkdir()
+    layout = BUILDERS[name](root / "data")
+    if name == "nih":
+        layout.labels = list(NIH_LABELS)
+    store = root / "store.duckdb"
+    argv = ["precompute", *layout.args(), "--model", _checkpoint(root, layout.labels), "--store", str(store),
+            "--split", "all", "--explainers", "gradcam,occlusion", "--per-label", "1"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))  # the decoded-image cache, not the repository's
+        assert main(argv) == 0
+    return name, layout, store
+
+
+def test_every_image_is_predicted_at_its_own_size(built):
+    name, layout, store = built
+    with open_store(store) as s:
+        images = s.images().set_index("image_id")
+        preds = s.predictions("ckpt")
+    assert set(images.index) >= set(layout.sizes)
+    for image_id, (h, w) in layout.sizes.items():
+        assert (images.at[image_id, "height"], images.at[image_id, "width"]) == (h, w), image_id
+    assert len(preds) == len(layout.sizes) * len(layout.labels)
+
+
+def test_ground_truth_is_scored_at_each_images_own_size(built):
+    name, layout, store = built
+    with open_store(store) as s:
+        geo = s.table("geometry", reader="gt", dominant="most_points").set_index(["image_id", "label"])
+        loc = s.table("localization", model_id="ckpt", method="gradcam", reader="gt")
+    loc = loc[loc.gt_positive].set_index(["image_id", "label"])
+    assert len(layout.truth) >= 3
+    for (image_id, label), (h, w, mask) in layout.truth.items():
+        expected = mask.sum() / (h * w)
+        assert geo.at[(image_id, label), "size"] == pytest.approx(expected, rel=1e-6), (image_id, label)
+        assert loc.at[(image_id, label), "gt_area"] == pytest.approx(expected, rel=1e-6), (image_id, label)
+    # every (image, label) with a ground-truth mask was scored, and nothing else is positive
+    assert set(loc.index) == set(layout.truth)
+
+
+def test_a_map_equal_to_the_truth_scores_one(built):
+    _, layout, _ = built
+    (h, w, mask) = next(iter(layout.truth.values()))
+    s = score_map(mask.astype(np.float32), mask)
+    assert s["iou"] == 1.0 and s["hit"] == 1.0 and s["roc_auc"] == 1.0
+
+
+def test_every_report_answers_or_says_what_is_missing(built):
+    name, layout, store = built
+    answered = set()
+    with open_store(store) as s:
+        for report in sorted(REPORTS):
+            try:
+                table = run_report(s, report, "ckpt")
+            except StoreError as err:
+                assert "ckpt" in str(err) or "store" in str(err), err  # names what is missing
+                # and the command that fills it, or why none can (a model without a No Finding output)
+                assert "`python -m cxrxai" in str(err) or "needs a model" in str(err), err
+                continue
+            assert isinstance(table, pd.DataFrame) and len(table), report
+            answered.add(report)
+        explainers = run_report(s, "explainers", "ckpt", slice="positive")
+        perf = run_report(s, "performance", "ckpt").set_index("label")
+        # by default a report evaluates the test split when the model has one, else every image
+        labels = s.prediction_table("ckpt", split="test" if "test" in s.prediction_splits("ckpt") else None)
+    assert CORE_REPORTS <= answered, CORE_REPORTS - answered
+    # Table 1 over the positive slice: one row per (explainer, label) with a ground truth, n cases each
+    truth_labels = {lab for _, lab in layout.truth}
+    gradcam = explainers[explainers.explainer == "gradcam"].set_index("label")
+    assert set(gradcam.index) == truth_labels
+    for label in truth_labels:
+        assert gradcam.at[label, "n"] == sum(1 for _, lab in layout.truth if lab == label)
+    # the performance table counts exactly the dataset's positives per label
+    pos = labels.groupby("label").ground_truth.sum()
+    for label in layout.labels:
+        assert perf.at[label, "n_positive"] == pos[label], label
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_the_store(built, page):
+    _, _, store = built
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["store_path"] = str(store)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_explorer_browses_the_datasets_own_labels(built):
+    _, layout, store = built
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["store_path"] = str(store)
+    at.run()
+    at.switch_page("pages/explorer.py").run()
+    finding = next(s for s in at.selectbox if s.label == "Finding")
+    with open_store(store) as s:
+        present = set(s.prediction_table("ckpt").label)
+    expected = [lab for lab in layout.labels if lab in present and lab not in ("No Finding", "No finding")]
+    assert list(finding.options) == expected
+    assert not at.exception
