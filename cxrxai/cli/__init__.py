@@ -89,13 +89,16 @@ def _add_phantom(p: argparse.ArgumentParser) -> None:
 
 
 def _load_model(name: str | None, store=None):
+    """A model by weights file or name; with a store, its model (``name`` = a model id of it, or
+    its only model with predictions), reloaded the way the store says it was built."""
     from ..models.registry import load
+    from ..models.stored import load_stored
 
+    if store is not None and (name is None or name in set(store.models().get("model_id", []))):
+        row = store.models().set_index("model_id").loc[name or _only_model(store)]
+        return load_stored(store.model_spec(row.name), row["weights_path"])
     if name is None:
-        if store is None:
-            return load(paths.demo_model_path())
-        row = store.models().set_index("model_id").loc[_only_model(store)]
-        return load(row["weights_path"])
+        return load(paths.demo_model_path())
     path = Path(name)
     return load(path if path.suffix == ".pt" or path.exists() else paths.models_dir() / f"{name}.pt")
 

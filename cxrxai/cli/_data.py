@@ -32,21 +32,35 @@ def _tables(args):
     return load_dataset(args.dataset, args.root, strict=args.strict, **dict(args.data_option))
 
 
-def _model_spec_arg(text: str):
-    """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON]."""
+def _labels_file(path: str) -> list[str]:
+    """Label order from a JSON file: a list of names, or a dict with a "labels" list."""
+    from ..errors import ModelError
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ModelError(f"cannot read the label list {path}: {err}") from None
+    names = data.get("labels") if isinstance(data, dict) else data
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ModelError(f"{path} must hold a JSON list of label names (or {{\"labels\": [...]}})")
+    return names
+
+
+def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | None = None):
+    """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON].
+    Returns the model and the weights file the store records (so the app can reload it)."""
     from ..models.external import load_checkpoint, load_xrv
-    from ..models.registry import load
+    from ..models.registry import ARCHITECTURES, load
 
     if text.startswith("xrv:"):
         weights, _, cache = text[4:].partition("@")
-        return load_xrv(weights, cache_dir=cache or paths.data_cache() / "xrv"), None
-    from ..models.registry import ARCHITECTURES
-
+        model = load_xrv(weights, cache_dir=cache or paths.data_cache() / "xrv")
+        return model, model.spec.card.get("weights_path")
     arch, sep, rest = text.partition(":")
     if sep and arch in ARCHITECTURES:
         ckpt, _, labels = rest.partition(":")
-        names = json.loads(Path(labels).read_text()) if labels else None
-        return load_checkpoint(ckpt, arch=arch, labels=names), ckpt
+        names = _labels_file(labels) if labels else None
+        return load_checkpoint(ckpt, arch=arch, labels=names, input_size=input_size, name=name), ckpt
     return load(text), text
 
 
@@ -55,6 +69,10 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True,
                    help="weights.pt (with its .json), ARCH:CHECKPOINT[:LABELS.json] (densenet121, resnet50, resnet152, "
                         "inception_v3), or xrv:WEIGHT_NAME[@CACHE_DIR]")
+    p.add_argument("--input-size", type=int, default=None,
+                   help="input side in pixels of an ARCH:CHECKPOINT model (default 224, 299 for inception_v3; the "
+                        "thesis's DenseNet-121 used 256)")
+    p.add_argument("--model-name", default=None, help="model id in the store (default: the checkpoint's file name)")
     p.add_argument("--explainers", default="gradcam,gradcam++", help="comma-separated explainers")
     p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
     p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
@@ -70,7 +88,7 @@ def _precompute(args) -> int:
     from ..pipeline import build_dataset, dataset_stages
 
     tables = _tables(args)
-    model, weights = _model_spec_arg(args.model)
+    model, weights = _model_spec_arg(args.model, input_size=args.input_size, name=args.model_name)
     split = None if args.split == "all" else args.split
     bars = Bars()
     report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars,

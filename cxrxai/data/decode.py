@@ -16,11 +16,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from ..errors import DataError
-from .io import read_image
+from .io import read_image, resize_to_input
 
 __all__ = ["DecodedImages", "decode_images"]
 
@@ -43,7 +42,7 @@ def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, s
         img = read_image(path)
     except DataError as err:
         return image_id, None, None, str(err)
-    return image_id, cv2.resize(img, (size, size), interpolation=cv2.INTER_AREA), img.shape, None
+    return image_id, resize_to_input(img, size), img.shape, None
 
 
 def decode_images(root: str | Path, items: list[tuple[str, str]], size: int, cache_dir: str | Path, *,

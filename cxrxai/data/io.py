@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError
 
-__all__ = ["MAX_SIDE", "is_dicom", "read_dicom", "read_image", "to_uint8"]
+__all__ = ["MAX_SIDE", "is_dicom", "read_dicom", "read_image", "resize_to_input", "to_uint8"]
 
 MAX_SIDE = 8192
 
@@ -109,3 +110,11 @@ def _check_size(img: np.ndarray, p: Path) -> None:
         raise DataError(f"{p} is {img.shape[1]}×{img.shape[0]} px; images above {MAX_SIDE} px a side are refused")
     if min(img.shape[:2]) < 8:
         raise DataError(f"{p} is only {img.shape[1]}×{img.shape[0]} px")
+
+
+def resize_to_input(image: np.ndarray, size: int) -> np.ndarray:
+    """An (H, W) uint8 film resized to ``size`` × ``size`` uint8 with OpenCV's area interpolation
+    (each output pixel the mean of its footprint when shrinking). The one resize between a file
+    and a model: the precompute's decode cache and the live path both use it, so a live map of a
+    stored case sees exactly the input the stored map saw."""
+    return cv2.resize(np.asarray(image), (size, size), interpolation=cv2.INTER_AREA)

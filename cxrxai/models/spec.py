@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..data.io import resize_to_input
 from ..errors import DataError, ModelError, UnknownNameError
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "OUTPUTS", "ModelSpec", "preprocess"]
@@ -102,8 +103,10 @@ def preprocess(images: np.ndarray, spec: ModelSpec) -> torch.Tensor:
 
     Returns
     -------
-    (N, 3, S, S) float32 tensor, channels_last, ``S = spec.input_size`` (bilinear, antialiased
-    resize when H, W differ from S).
+    (N, C, S, S) float32 tensor, channels_last, ``S = spec.input_size``, ``C = len(spec.mean)``.
+    8-bit images of another size are resized by :func:`resize_to_input` — the very resize the
+    precompute's decode cache applies, so a live map of a stored case sees the same input as the
+    stored map did; float images are resized bilinearly (antialiased).
     """
     arr = np.asarray(images)
     if arr.ndim == 2:
@@ -111,6 +114,8 @@ def preprocess(images: np.ndarray, spec: ModelSpec) -> torch.Tensor:
     if arr.ndim != 3:
         raise DataError(f"expected (N, H, W) grey images, got shape {arr.shape}")
     if arr.dtype == np.uint8:
+        if arr.shape[1:] != (spec.input_size, spec.input_size):
+            arr = np.stack([resize_to_input(a, spec.input_size) for a in arr])
         x = torch.from_numpy(np.ascontiguousarray(arr)).float().div_(255.0)
     elif np.issubdtype(arr.dtype, np.floating):
         if arr.size and (np.nanmin(arr) < 0 or np.nanmax(arr) > 1):
@@ -125,3 +130,4 @@ def preprocess(images: np.ndarray, spec: ModelSpec) -> torch.Tensor:
     std = torch.tensor(spec.std).view(1, -1, 1, 1)
     x = (x.expand(-1, len(spec.mean), -1, -1) - mean) / std
     return x.contiguous(memory_format=torch.channels_last)
+

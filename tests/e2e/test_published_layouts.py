@@ -170,3 +170,18 @@ def test_explorer_browses_the_datasets_own_labels(built):
     expected = [lab for lab in layout.labels if lab in present and lab not in ("No Finding", "No finding")]
     assert list(finding.options) == expected
     assert not at.exception
+
+
+def test_explain_reloads_the_stores_model_and_reproduces_its_stored_map(built, tmp_path):
+    """The store names another group's checkpoint; ``explain`` (and the app's live path, through
+    the same loader) must rebuild that exact model: its Grad-CAM equals the stored one."""
+    _, layout, store = built
+    image_id, label = sorted(layout.truth)[0]
+    out = tmp_path / "map.npy"
+    assert main(["explain", "--store", str(store), "--image", image_id, "--label", label, "--method", "gradcam",
+                 "--out", str(out)]) == 0
+    with open_store(store) as s:
+        key = s.map_index(model_id="ckpt", image_id=image_id, label=label, method="gradcam").params_key.iloc[0]
+        stored = s.get_map("ckpt", image_id, label, "gradcam", key).values
+    assert np.load(out).shape == stored.shape
+    np.testing.assert_allclose(np.load(out), stored, atol=1e-4 * max(1e-6, float(np.abs(stored).max())))
