@@ -53,12 +53,17 @@ st.markdown(
 if spec.card.get("description"):
     st.caption(spec.card["description"])
 
-split = st.radio("Split", ["test", "val", "train"], horizontal=True, key="perf_split")
+# The splits this model has predictions in (imported predictions may cover one split or none), then all.
+have = store.prediction_splits(model_id)
+choices = [s for s in ("test", "val", "train") if s in have] + [s for s in have if s not in ("test", "val", "train")]
+choices.append("all")
+split = st.radio("Split", choices, horizontal=True, key="perf_split",
+                 format_func=lambda s: f"{s} ({sum(have.values()) if s == 'all' else have[s]:,} images)")
 perf = ui.model_performance(str(store.path), ui.version(store), model_id, split)
 if perf.empty:
     st.info(f"No {split} predictions for {model_id} in the store.")
 else:
-    ui.chart(viz.auroc_bars(perf, title=f"{split.capitalize()} AUROC per label (95% bootstrap CI)"), key="auroc_chart")
+    ui.chart(viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% bootstrap CI)"), key="auroc_chart")
     st.dataframe(perf.round(3), hide_index=True)
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
 thresholds = store.thresholds(model_id)
