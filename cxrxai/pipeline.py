@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .data.adapters._base import clip_boxes
 from .data.decode import decode_images
 from .data.demo import DemoData, label_matrix, load_demo
 from .data.phantom import PhantomConfig
 from .data.second_reader import synthetic_reader
-from .errors import StoreError, UnknownNameError
+from .errors import DataError, UnknownNameError
 from .explain.stage import DEMO_PLAN, MapPlan, cam_stage, default_config, maps_stage, sweep_stage
 from .labels import DEMO_LABELS
 from .metrics.model_stages import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
@@ -171,31 +172,58 @@ def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
     return out
 
 
+def _probabilities(predictions: pd.DataFrame, probs: list[str], source: str) -> np.ndarray:
+    """The ``prob_*`` columns as floats in [0, 1]; the first bad cell is a :class:`DataError`
+    naming the file, row (as a spreadsheet counts it) and column."""
+    values = predictions[probs].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    bad = ~((values >= 0) & (values <= 1))  # NaN, blanks and text fail both comparisons
+    if bad.any():
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise DataError(f"{source}, row {i + 2}: {probs[j]} = {predictions[probs[j]].iloc[i]!r}; probabilities must be "
+                        "numbers in [0, 1] with no blanks (nothing was stored)")
+    return values
+
+
 def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame, *, model_name: str,
-                       id_column: str, thresholds: dict[str, float] | None = None, fresh: bool = False) -> dict:
+                       id_column: str, thresholds: dict[str, float] | None = None, fresh: bool = False,
+                       source: str = "predictions", thresholds_source: str = "thresholds") -> dict:
     """Store a dataset's cases with predictions made elsewhere (``prob_<label>`` columns joined
     to the dataset by image id), so every fairness analysis runs without re-running a model.
 
     Thresholds come from ``thresholds`` (e.g. a ``Threshold.csv``) or are chosen on the
-    validation split when it has predictions and labels. Predictions of unknown images are
-    reported, never silently dropped.
+    validation split when it has predictions and labels. A bad probability stops the import
+    before anything is written (:class:`DataError` naming ``source`` and the row); predictions of
+    unknown images and labels without a threshold are problem rows (file, row, image id), never
+    silently dropped.
     """
     if id_column not in predictions:
-        raise StoreError(f"the predictions have no id column {id_column!r}; columns: {list(predictions.columns)}")
+        raise DataError(f"{source}: no id column {id_column!r}; columns: {list(predictions.columns)}")
     probs = [c for c in predictions.columns if c.startswith("prob_")]
     if not probs:
-        raise StoreError("the predictions need prob_<label> columns (e.g. prob_Effusion)")
+        raise DataError(f"{source}: the predictions need prob_<label> columns (e.g. prob_Effusion)")
     labels = tuple(c[len("prob_"):] for c in probs)
     unknown_labels = [lab for lab in labels if lab not in tables.label_names]
+    values = _probabilities(predictions, probs, source)
     ids = predictions[id_column].astype(str)
+    if ids.duplicated().any():
+        i = int(np.flatnonzero(ids.duplicated().to_numpy())[0])
+        raise DataError(f"{source}, row {i + 2}: image {ids.iloc[i]!r} has a second row of predictions (nothing was stored)")
     known = ids.isin(set(tables.images["image_id"]))
-    p = predictions.loc[known, probs].to_numpy(float)
-    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
-        raise StoreError("probabilities must lie in [0, 1] with no blanks")
+    p = values[known.to_numpy()]
     spec = ModelSpec(name=model_name, arch="imported", labels=labels, thresholds={},
-                     card={"source": "imported predictions", "labels_not_in_dataset": unknown_labels})
+                     card={"source": "imported predictions", "file": source, "labels_not_in_dataset": unknown_labels})
     with np.errstate(divide="ignore"):
         logits = np.log(p) - np.log1p(-p)
+    problems = [tables.problems.assign(stage="adapter"),
+                pd.DataFrame({"file": source, "row": np.flatnonzero(~known.to_numpy()) + 2, "image_id": ids[~known],
+                              "problem": "prediction for an image not in the dataset; prediction skipped", "stage": "import"})]
+    if thresholds:
+        problems.append(pd.DataFrame([{"file": thresholds_source, "image_id": None, "stage": "import",
+                                       "problem": f"no threshold for label {lab!r}; its decisions (TPR/FPR) stay missing"}
+                                      for lab in labels if lab not in thresholds]
+                                     + [{"file": thresholds_source, "image_id": None, "stage": "import",
+                                         "problem": f"threshold for {lab!r}, which the predictions do not have; ignored"}
+                                        for lab in thresholds if lab not in labels]))
     with write_store(store_path, fresh=fresh) as writer:
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
@@ -203,10 +231,7 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         writer.put_labels(tables.labels)
         if len(tables.annotations):
             writer.put_annotations(tables.annotations)
-        missing = pd.DataFrame({"image_id": ids[~known], "problem": "prediction for an image not in the dataset",
-                                "stage": "import", "dataset": tables.name})
-        if len(missing) or len(tables.problems):
-            writer.put_table("problems", pd.concat([tables.problems.assign(stage="adapter", dataset=tables.name), missing]))
+        n_problems = writer.put_problems(pd.concat(problems, ignore_index=True).assign(dataset=tables.name))
         writer.put_model(spec)
         writer.put_predictions(model_name, ids[known].tolist(), labels, np.clip(logits, -50, 50).astype(np.float32), p)
         if thresholds:
@@ -216,35 +241,43 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
             report = {"thresholds": len(rows)}
         else:
             report = {"thresholds": store_thresholds(writer, model_name, fallback={})}
-    return {"images": int(known.sum()), "unknown_ids": int((~known).sum()), "labels": list(labels), **report}
+    return {"images": int(known.sum()), "unknown_ids": int((~known).sum()), "labels": list(labels),
+            "new_problems": n_problems, **report}
 
 
 def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
                   stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
-                  progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None) -> dict:
+                  progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
+                  strict: bool = False) -> dict:
     """Precompute a real dataset: cases (with the adapter's problems), decoded images of
-    ``split`` (bad files reported and skipped), then ``stages`` with the model."""
+    ``split`` (an unreadable file is a problem row and the image is skipped; ``strict`` raises
+    on the first instead), boxes clipped to each decoded image, then ``stages`` with the model."""
     report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
     t0 = time.monotonic()
     images = tables.images
     chosen = images if split is None else images[images["split"] == split]
     decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])), model.spec.input_size,
                             cache_dir, workers=workers, progress=lambda d, n: progress("decode images", d, n))
-    for image_id, (h, w) in decoded.sizes.items():
-        images.loc[images["image_id"] == image_id, ["height", "width"]] = (h, w)
+    if decoded.failures and strict:
+        raise DataError(decoded.failures[0][1])
+    heights = images["image_id"].map({i: h for i, (h, _) in decoded.sizes.items()})
+    widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
+    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]))
+    path_of = dict(zip(images["image_id"], images["path"]))
+    annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
     problems = pd.concat([tables.problems.assign(stage="adapter"),
-                          pd.DataFrame([{"image_id": i, "problem": e, "stage": "decode"} for i, e in decoded.failures])],
-                         ignore_index=True).assign(dataset=tables.name)
+                          pd.DataFrame([{"file": path_of.get(i), "image_id": i, "problem": f"{e}; image skipped",
+                                         "stage": "decode"} for i, e in decoded.failures]),
+                          clipped.assign(stage="decode")], ignore_index=True).assign(dataset=tables.name)
     report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
     with write_store(store_path, fresh=fresh) as writer:
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
         writer.put_images(images.assign(dataset=tables.name))
         writer.put_labels(tables.labels)
-        if len(tables.annotations):
-            writer.put_annotations(tables.annotations)
-        if len(problems):
-            writer.put_table("problems", problems)
+        if len(annotations):
+            writer.put_annotations(annotations)
+        report["new_problems"] = writer.put_problems(problems)
         writer.put_model(model.spec, weights_path=model_path)
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,

@@ -26,6 +26,13 @@ if datasets.empty:
 st.subheader("Datasets")
 st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at"]], hide_index=True)
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
+problems = store.problems(dataset=dataset)
+if len(problems):
+    by_stage = ", ".join(f"{stage} {n:,}" for stage, n in problems.groupby("stage").size().items())
+    with st.expander(f"⚠ {len(problems):,} problems in {dataset} ({by_stage}): rows and files left out or changed"):
+        st.caption("Each bad row or file, and what was done: the rest of the dataset was processed.")
+        st.dataframe(problems[["stage", "file", "row", "image_id", "problem"]], hide_index=True, height=240)
+        ui.download_csv(problems, f"{dataset}-problems.csv", key="dl_problems")
 
 st.subheader("Cohort")
 left, right = st.columns(2)

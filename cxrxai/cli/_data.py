@@ -91,7 +91,7 @@ def _precompute(args) -> int:
     model, weights = _model_spec_arg(args.model, input_size=args.input_size, name=args.model_name)
     split = None if args.split == "all" else args.split
     bars = Bars()
-    report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars,
+    report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars, strict=args.strict,
                            stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
                                                  split=split, analyses=[a for a in args.analyses.split(",") if a],
                                                  cases=args.cases),
@@ -112,23 +112,30 @@ def _add_import(p: argparse.ArgumentParser) -> None:
 
 @command("import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import)
 def _import(args) -> int:
+    import numpy as np
     import pandas as pd
 
+    from ..data.adapters._base import read_csv
     from ..errors import DataError
     from ..pipeline import import_predictions
 
     tables = _tables(args)
-    preds = pd.read_csv(args.predictions)
+    preds = read_csv(args.predictions)
     id_column = args.id_column or preds.columns[0]
     thresholds = None
     if args.thresholds:
-        t = pd.read_csv(args.thresholds)
+        t = read_csv(args.thresholds)
         col = next((c for c in ("threshold", "bestthr") if c in t), None)
         if "label" not in t or col is None:
-            raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns")
-        thresholds = dict(zip(t["label"], t[col]))
+            raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns; found {list(t.columns)}")
+        values = pd.to_numeric(t[col], errors="coerce")
+        if not values.between(0, 1).all():
+            i = int(np.flatnonzero(~values.between(0, 1).to_numpy())[0])
+            raise DataError(f"{args.thresholds}, row {i + 2}: threshold {t[col].iloc[i]!r} is not a number in [0, 1]")
+        thresholds = dict(zip(t["label"].astype(str), values))
     report = import_predictions(args.store, tables, preds, model_name=args.name, id_column=id_column,
-                                thresholds=thresholds, fresh=args.fresh)
+                                thresholds=thresholds, fresh=args.fresh, source=str(args.predictions),
+                                thresholds_source=str(args.thresholds))
     print(json.dumps(report, indent=1, default=str))
     return 0
 
@@ -142,6 +149,8 @@ def _add_info(p: argparse.ArgumentParser) -> None:
 
 @command("info", "what a store holds: counts per table, datasets, models, labels, explainers", _add_info)
 def _info(args) -> int:
+    import pandas as pd
+
     from ..store import open_store
 
     with open_store(args.store or paths.demo_store()) as store:
@@ -155,6 +164,17 @@ def _info(args) -> int:
     print("models     " + (", ".join(f"{m['model_id']} ({m['arch']})" for m in info["models"]) or "none"))
     print("labels     " + (", ".join(info["labels"]) or "none"))
     print("explainers " + (", ".join(info["explainers"]) or "none"))
+    counts = info["problems"]
+    print("problems   " + (", ".join(f"{c['dataset']} {c['stage']} {c['n']:,}" for c in counts) or "none"))
+    if counts:
+        with open_store(args.store or paths.demo_store()) as store:
+            first = store.problems().head(10)
+        for r in first.itertuples(index=False):
+            parts = (None if pd.isna(r.file) else Path(r.file).name, None if pd.isna(r.row) else f"row {int(r.row)}",
+                     None if pd.isna(r.image_id) else r.image_id)
+            print(f"  {r.stage:<12} {', '.join(p for p in parts if p)}: {r.problem}")
+        if sum(c["n"] for c in counts) > len(first):
+            print("  … `python -m cxrxai export table problems --out problems.csv` lists them all")
     return 0
 
 

@@ -91,7 +91,21 @@ class Queries:
             "models": models[["model_id", "arch"]].to_dict("records") if len(models) else [],
             "labels": labels,
             "explainers": explainers,
+            "problems": self.problem_counts().to_dict("records"),
         }
+
+    def problems(self, *, dataset: str | None = None) -> pd.DataFrame:
+        """Bad rows and files the adapters and stages left out, and what was done about each."""
+        if not self.has_table("problems"):
+            return pd.DataFrame(columns=["dataset", "stage", "file", "row", "image_id", "problem"])
+        where, params = _where(dataset=dataset)
+        return self._df(f'SELECT * FROM problems{where} ORDER BY dataset, stage, file, "row", image_id', params)
+
+    def problem_counts(self) -> pd.DataFrame:
+        """Problems per dataset and stage (adapter, decode, import, localization...)."""
+        if not self.has_table("problems"):
+            return pd.DataFrame(columns=["dataset", "stage", "n"])
+        return self._df("SELECT dataset, stage, count(*) AS n FROM problems GROUP BY ALL ORDER BY ALL", [])
 
     # ------------------------------------------------------------------ cases
     def datasets(self) -> pd.DataFrame:

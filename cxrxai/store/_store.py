@@ -249,11 +249,38 @@ class StoreWriter(Queries):
         return self._upsert("maps", df, list(df.columns))
 
     def put_table(self, table: str, df: pd.DataFrame) -> int:
-        """Upsert rows into a metric table (localization, geometry, trust, fidelity)."""
+        """Upsert rows into a metric table (localization, geometry, trust, fidelity); problem rows
+        go through :meth:`put_problems`."""
         if table not in METRIC_TABLES:
             raise StoreError(f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}")
+        if table == "problems":
+            return self.put_problems(df)
         columns = [c for c in self._table_columns(table) if c in df.columns]
         return self._upsert(table, df, columns)
+
+    def put_problems(self, df: pd.DataFrame) -> int:
+        """Append problem rows (dataset, stage, file, row, image_id, problem) that are not stored
+        yet — the same row twice (a re-run of the same precompute) is kept once; returns how
+        many were new. ``dataset``, ``stage`` and ``problem`` are required."""
+        cols = ["dataset", "stage", "file", "row", "image_id", "problem"]
+        if df.empty:
+            return 0
+        missing = [c for c in ("dataset", "stage", "problem") if c not in df.columns]
+        if missing:
+            raise StoreError(f"cannot write problems: missing columns {missing}")
+        rows = df.reindex(columns=cols).astype(object).where(lambda d: d.notna(), None)
+        rows["row"] = [None if r is None else int(r) for r in rows["row"]]
+        rows = rows.astype({c: "string" for c in cols if c != "row"}).astype({"row": "Int64"})
+        count = 'SELECT count(*) FROM problems'
+        before = self._con.execute(count).fetchall()[0][0]
+        select = 'SELECT dataset, stage, file, "row", image_id, problem FROM'
+        self._con.register("_incoming", rows)
+        try:
+            self._con.execute(f'INSERT INTO problems (dataset, stage, file, "row", image_id, problem) '
+                              f"{select} _incoming EXCEPT {select} problems")
+        finally:
+            self._con.unregister("_incoming")
+        return self._con.execute(count).fetchall()[0][0] - before
 
     def _table_columns(self, table: str) -> list[str]:
         return [r[0] for r in self._con.execute(

@@ -21,6 +21,7 @@ from ._base import (
     clean_sex,
     escaping,
     long_labels,
+    name_list,
     patient_split,
     read_csv,
     require,
@@ -30,7 +31,7 @@ from ._base import (
 __all__ = ["load_folder"]
 
 
-def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | None = None, boxes_csv: str | Path | None = None,
+def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | None = None, boxes_csv: str | Path | None = None,
                 name: str = "folder", seed: int = 0, strict: bool = False) -> DatasetTables:
     root = Path(root)
     df = read_csv(csv)
@@ -45,8 +46,8 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | None =
         names = sorted({lab for s in df["labels"].dropna().astype(str) for lab in s.split("|") if lab})
         matrix = np.array([[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")])
     else:
-        require(df, labels, csv)
-        names = list(labels)
+        names = name_list(labels)
+        require(df, names, csv)
         values = df[names].apply(pd.to_numeric, errors="coerce")
         bad = ~values.isin([0, 1]) & values.notna()
         for i, j in zip(*np.nonzero(bad.to_numpy())):
@@ -55,7 +56,7 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | None =
     patients = df["patient_id"].astype(str) if "patient_id" in df else ids
     images = pd.DataFrame({
         "image_id": ids, "path": df["path"].astype(str), "patient_id": patients,
-        "sex": clean_sex(df["sex"]) if "sex" in df else None,
+        "sex": clean_sex(df["sex"], csv, problems, ids) if "sex" in df else None,
         "age": clean_age(df["age"], csv, problems, ids) if "age" in df else np.nan,
         "view": df["view"] if "view" in df else None,
         "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
