@@ -46,7 +46,7 @@ def _labels_file(path: str) -> list[str]:
     return names
 
 
-def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | None = None):
+def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | None = None, trust_pickle: bool = False):
     """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON].
     Returns the model and the weights file the store records (so the app can reload it)."""
     from ..models.external import load_checkpoint, load_xrv
@@ -60,7 +60,8 @@ def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | Non
     if sep and arch in ARCHITECTURES:
         ckpt, _, labels = rest.partition(":")
         names = _labels_file(labels) if labels else None
-        return load_checkpoint(ckpt, arch=arch, labels=names, input_size=input_size, name=name), ckpt
+        return load_checkpoint(ckpt, arch=arch, labels=names, input_size=input_size, name=name,
+                               trust_pickle=trust_pickle), ckpt
     return load(text), text
 
 
@@ -73,6 +74,8 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
                    help="input side in pixels of an ARCH:CHECKPOINT model (default 224, 299 for inception_v3; the "
                         "thesis's DenseNet-121 used 256)")
     p.add_argument("--model-name", default=None, help="model id in the store (default: the checkpoint's file name)")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="ARCH:CHECKPOINT is a whole pickled model: loading it runs code from the file (only files you trust)")
     p.add_argument("--explainers", default="gradcam,gradcam++", help="comma-separated explainers")
     p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
     p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
@@ -88,7 +91,8 @@ def _precompute(args) -> int:
     from ..pipeline import build_dataset, dataset_stages
 
     tables = _tables(args)
-    model, weights = _model_spec_arg(args.model, input_size=args.input_size, name=args.model_name)
+    model, weights = _model_spec_arg(args.model, input_size=args.input_size, name=args.model_name,
+                                     trust_pickle=args.trust_pickle)
     split = None if args.split == "all" else args.split
     bars = Bars()
     report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars, strict=args.strict,
