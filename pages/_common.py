@@ -192,7 +192,10 @@ def recalled(name: str, default=None):
     return st.session_state.get(SELECTED[name], default)
 
 
-def missing(what: str, command: str = "python -m cxrxai demo") -> None:
+def missing(what: str, command: str | None = None, *, store: Store | None = None, table: str = "predictions") -> None:
+    """Say what the store lacks and the command that fills it (the demo build for the demo store,
+    a precompute or an import for a real one)."""
+    command = command or (summaries.fill_command(store, table) if store is not None else "python -m cxrxai demo")
     st.info(f"The store has no {what} yet. Fill it with `{command}` — this page updates when it is published.")
 
 

@@ -12,7 +12,7 @@ store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
 cases = ui.case_table(path, built, model_id, "gradcam")
 if cases.empty:
-    ui.missing(f"predictions of {model_id}")
+    ui.missing(f"predictions of {model_id}", store=store)
     st.stop()
 split = cases["split"].iloc[0] if cases["split"].nunique() == 1 else "all"
 

@@ -34,7 +34,7 @@ if reg is not None and not reg.empty:
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
 metric = st.radio("Localization", ["iou_gated", "iou_full", "hit"], horizontal=True, key="conf_metric",
-                  help="full dataset (Saporta Table 2): maps of every test image, negatives score 0 when segmented")
+                  help="full dataset (Saporta Table 2): maps of every precomputed image, negatives score 0 when segmented")
 conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
 if conf is not None and not conf.empty:
     st.dataframe(conf.round(3), hide_index=True)
