@@ -135,3 +135,44 @@ def test_no_finding_by_age_with_the_2020_metadata():
     for ours_bin, col in bins.items():
         assert ours.loc[ours_bin, "fpr"] == pytest.approx(pub[f"FPR_{col}"], abs=0.02)
         assert ours.loc[ours_bin, "fnr"] == pytest.approx(pub[f"FNR_{col}"], abs=0.02)
+
+
+def test_auroc_and_auprc_per_label_reproduce_the_published_testeval():
+    """TestEval.csv (Underdiagnosis, NIH results11): AUROC and AUPRC of each of the 15 labels on
+    the 6,373 test images, printed to 16 digits; ours (AUROC from mid-ranks, AP as sklearn's
+    average precision, which their code calls) agree to 1e-12."""
+    from sklearn.metrics import average_precision_score
+
+    from cxrxai.metrics.classification import auroc
+
+    truth = pd.read_csv(FIX / "underdiagnosis_nih" / "True.csv.gz")
+    preds = pd.read_csv(FIX / "underdiagnosis_nih" / "preds.csv.gz")
+    published = pd.read_csv(FIX / "underdiagnosis_nih" / "TestEval.csv")
+    df = truth.merge(preds, on="path", validate="one_to_one")
+    assert len(df) == 6373 and len(published) == 15
+    for r in published.itertuples():
+        y, s = df[r.label].to_numpy(int), df[f"prob_{r.label}"].to_numpy(float)
+        assert auroc(y, s) == pytest.approx(r.auc, abs=1e-12), r.label
+        assert average_precision_score(y, s) == pytest.approx(r.auprc, abs=1e-12), r.label
+
+
+def test_no_finding_by_sex_and_age_against_the_published_intersection():
+    """FPFN_AgeSex.csv with Num_NNF_AgeSex / Num_PNF_AgeSex (made with the 2017 ages): the 80+
+    cells, whose images kept their bin in the 2020 metadata, agree exactly; each sex's cells add up to the published by-sex counts; other cells move by at most
+    20 images between neighbouring bins."""
+    ours = underdiagnosis(_underdiagnosis_table(), ["sex", "age_bin"]).set_index(["sex", "age_bin"])
+    rates = pd.read_csv(FIX / "underdiagnosis_nih" / "FPFN_AgeSex.csv").set_index("SexAge")
+    nnf = pd.read_csv(FIX / "underdiagnosis_nih" / "Num_NNF_AgeSex.csv").set_index("Age")
+    pnf = pd.read_csv(FIX / "underdiagnosis_nih" / "Num_PNF_AgeSex.csv").set_index("Age")
+    bins = {"0-20": "0-20", "20-40": "20-40", "40-60": "40-60", "60-80": "60-80", "80+": "80-"}
+    by_sex = pd.read_csv(FIX / "underdiagnosis_nih" / "FPRFNR_NF_sex.csv").iloc[0]
+    for sex in ("M", "F"):
+        assert ours.loc[sex, "n_NNF"].sum() == nnf[sex].sum() == by_sex[f"#NNF_{sex}"]
+        assert ours.loc[sex, "n_PNF"].sum() == pnf[sex].sum() == by_sex[f"#PNF_{sex}"]
+        for ours_bin, col in bins.items():
+            row = ours.loc[(sex, ours_bin)]
+            exact = ours_bin == "80+"
+            tol = 0 if exact else 20  # the largest shift is 15 images (M 20-40 NNF)
+            assert abs(row["n_NNF"] - nnf.at[col, sex]) <= tol and abs(row["n_PNF"] - pnf.at[col, sex]) <= tol, (sex, col)
+            if exact:
+                assert (row["fpr"], row["fnr"]) == (rates.at[col, f"FPR_{sex}"], rates.at[col, f"FNR_{sex}"]), (sex, col)
