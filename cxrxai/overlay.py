@@ -8,7 +8,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-
 import cv2
 import numpy as np
 

@@ -180,8 +180,8 @@ def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", 
     if nf.predicted.isna().all() or nf.ground_truth.isna().all():
         missing = "threshold (table thresholds)" if nf.predicted.isna().all() else "ground truth (table labels)"
         raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these {nf.image_id.nunique():,} "
-                         "images; import thresholds with `python -m cxrxai import-predictions ... --thresholds Threshold.csv`, or predict a "
-                         "validation split with both classes so one can be chosen")
+                         "images; import thresholds with `python -m cxrxai import-predictions ... --thresholds "
+                         "Threshold.csv`, or predict a validation split with both classes so one can be chosen")
     return fairness.underdiagnosis(table, by)
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 import torch
 
 from ..errors import ModelError, UnknownNameError
-from .checkpoints import first_conv_channels, misfit_message, normalise_state_dict, one_channel, unwrap
+from .checkpoints import (CHEXNET_HEAD, HEAD, first_conv_channels, misfit_message, normalise_state_dict, one_channel,
+                          strip_final_sigmoid, unwrap)
 from .registry import ARCHITECTURES, LoadedModel, best_device, build
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
@@ -46,9 +47,11 @@ def _labels_for(path: Path, labels) -> tuple[str, ...]:
     raise ModelError(f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}")
 
 
-#: Normalisation of one-channel models when none is given: ImageNet's statistics averaged over
-#: the three channels (grey = mean of R, G, B).
-GREY_MEAN, GREY_STD = (0.449,), (0.226,)
+#: Normalisation of one-channel models when none is given: grey levels in [0, 1] to [−1, 1].
+#: A guess — the source's own statistics are better; pass ``mean=`` / ``std=`` when known.
+GREY_MEAN, GREY_STD = (0.5,), (0.5,)
+_READ_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, ModuleNotFoundError,
+                TypeError)
 
 
 def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int | None = None,
@@ -56,11 +59,19 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
                     device=None) -> LoadedModel:
     """A torchvision-architecture classifier from a checkpoint file (see the module docstring).
 
-    Other groups' layouts (DataParallel, Lightning, CheXNet, old DenseNet names, a Linear +
-    Sigmoid head, one input channel) are recognised from the keys and recorded in the card's
-    ``checkpoint_layout``; a whole pickled model that ends in a sigmoid has it removed, so the
-    logit before it is explained. What still does not fit is a :class:`ModelError` listing the
-    first missing and unexpected keys and the layouts recognised.
+    Other groups' layouts (:mod:`cxrxai.models.checkpoints`) are recognised from the keys and
+    recorded in the card: ``checkpoint_layout`` (e.g. ``"dataparallel+chexnet+old-densenet+
+    sequential-head"``, ``"whole-module"``), ``checkpoint_notes`` (what was renamed) and ``head``
+    when the source ended in a sigmoid. ``mean`` / ``std`` default to ImageNet's, or to
+    :data:`GREY_MEAN` / :data:`GREY_STD` for a one-channel model; their length must equal the
+    model's input channels.
+
+    Raises
+    ------
+    ModelError
+        The file is missing or unreadable; the number of outputs differs from the labels; the
+        weights still do not fit (the message names the first missing and unexpected keys, the
+        shape mismatches and the layouts recognised).
     """
     path = Path(path)
     if not path.is_file():
@@ -68,60 +79,87 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
     if arch not in ARCHITECTURES:
         raise UnknownNameError("architecture", arch, ARCHITECTURES)
     labels = _labels_for(path, labels)
+    size = input_size or (299 if arch == "inception_v3" else 224)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=not trust_pickle)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, ModuleNotFoundError) as err:
+    except _READ_ERRORS as err:
         hint = " (a whole pickled model needs trust_pickle=True)" if not trust_pickle else ""
         raise ModelError(f"cannot read {path}{hint}: {err}") from None
-    if isinstance(obj, torch.nn.Module):
-        module, notes, channels = _whole_module(obj, arch)
+    whole = _pickled_module(obj)
+    if whole is not None:
+        module, explained, card = _from_whole_module(path, whole, len(labels), size)
     else:
-        module, notes, channels = _from_state_dict(path, unwrap(obj), arch, len(labels))
-    if channels == 1:
-        mean, std = mean or GREY_MEAN, std or GREY_STD
-    mean, std = tuple(mean or IMAGENET_MEAN), tuple(std or IMAGENET_STD)
-    if len(mean) != channels:
-        raise ModelError(f"{path}: the model takes {channels} input channel(s) but mean/std have {len(mean)}")
-    size = input_size or (299 if arch == "inception_v3" else 224)
-    cam_layer = _cam_layer(module, ARCHITECTURES[arch][1])
+        module, explained, card = _from_state_dict(path, unwrap(obj), arch, len(labels))
+    mean, std = _normalisation(path, mean, std, _input_channels(module))
     spec = ModelSpec(name=name or path.stem, arch=arch, labels=labels, input_size=size, mean=mean, std=std,
-                     cam_layer=cam_layer, card={"weights_path": str(path), "source": "user checkpoint",
-                                                "checkpoint_layout": notes or ["torchvision"],
-                                                "trust_pickle": trust_pickle})
+                     explained_output=explained, cam_layer=_cam_layer(module, ARCHITECTURES[arch][1]),
+                     card={"weights_path": str(path), "source": "user checkpoint", **card,
+                           "trust_pickle": trust_pickle})
     dev = torch.device(device) if device else best_device()
-    return LoadedModel(module.float().eval().to(dev, memory_format=torch.channels_last), spec, dev)
+    return LoadedModel(module.to(dev, memory_format=torch.channels_last), spec, dev)
 
 
-def _from_state_dict(path: Path, state: dict, arch: str, n_outputs: int) -> tuple[torch.nn.Module, list[str], int]:
+def _pickled_module(obj) -> torch.nn.Module | None:
+    """The model inside a whole-model checkpoint (``torch.save(model)``, or jrzech's
+    ``{"model": model, "epoch": …}``), less a DataParallel wrapper; None for a state_dict."""
+    if isinstance(obj, dict):
+        obj = next((obj[k] for k in ("model", "net", "state_dict") if isinstance(obj.get(k), torch.nn.Module)), obj)
+    while isinstance(obj, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+        obj = obj.module
+    return obj if isinstance(obj, torch.nn.Module) else None
+
+
+def _from_state_dict(path: Path, state: dict, arch: str, n_outputs: int) -> tuple[torch.nn.Module, str, dict]:
+    """``arch`` built with ``n_outputs`` logits and loaded from ``state`` in any layout recognised."""
+    state, layout, notes = normalise_state_dict(state, arch)
     module = build(arch, n_outputs)
-    expected = module.state_dict()
-    state, notes = normalise_state_dict(state, set(expected))
-    channels = first_conv_channels(state, arch)
-    if channels == 1:
+    if first_conv_channels(state, arch) == 1:
         module = one_channel(module, arch)
-        expected = module.state_dict()
-        notes.append("one-channel: grey input, first convolution over one channel")
-    head = next((k for k in ("classifier.weight", "fc.weight") if k in state and k in expected), None)
-    if head and state[head].shape[0] != expected[head].shape[0]:
-        raise ModelError(f"{path}: the checkpoint has {state[head].shape[0]} outputs but {n_outputs} labels were given")
+    expected = module.state_dict()
+    head = f"{HEAD[arch]}.weight"
+    if head in state and state[head].ndim == 2 and state[head].shape[0] != n_outputs:
+        raise ModelError(f"{path}: the checkpoint has {state[head].shape[0]} outputs but {n_outputs} labels "
+                         "were given; pass one label per output, in the model's order")
     try:
         module.load_state_dict(state)
     except RuntimeError:
-        raise ModelError(misfit_message(path, arch, n_outputs, state, expected, notes)) from None
-    return module, notes, channels
+        raise ModelError(misfit_message(path, arch, n_outputs, state, expected, layout, notes)) from None
+    card = {"checkpoint_layout": layout, "checkpoint_notes": notes}
+    if "sequential-head" in layout.split("+"):
+        card["head"] = CHEXNET_HEAD
+    return module.float().eval(), "logit", card
 
 
-def _whole_module(module: torch.nn.Module, arch: str) -> tuple[torch.nn.Module, list[str], int]:
-    """A pickled model as it is, less a final sigmoid (the logit before it is explained)."""
-    notes = ["whole pickled model"]
-    for parent in module.modules():
-        for name, child in parent.named_children():
-            if isinstance(child, torch.nn.Sequential) and len(child) and isinstance(child[-1], torch.nn.Sigmoid) \
-                    and any(isinstance(m, torch.nn.Linear) for m in child):
-                setattr(parent, name, torch.nn.Sequential(*list(child)[:-1]))
-                notes.append(f"sequential-head: removed the Sigmoid ending '{name}', so the logit before it is explained")
-    convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv2d)]
-    return module, notes, convs[0].in_channels if convs else 3
+def _from_whole_module(path: Path, module: torch.nn.Module, n_outputs: int,
+                       size: int) -> tuple[torch.nn.Module, str, dict]:
+    """A pickled model as it is, less a final sigmoid where one can be removed."""
+    module = module.float().eval()
+    probe = torch.randn(1, _input_channels(module), size, size, generator=torch.Generator().manual_seed(0))
+    module, explained, head = strip_final_sigmoid(module, probe)
+    with torch.no_grad():
+        n = module(probe).shape[-1]
+    if n != n_outputs:
+        raise ModelError(f"{path}: the model has {n} outputs but {n_outputs} labels were given; pass one label "
+                         "per output, in the model's order")
+    layout = "whole-module" + ("+one-channel" if _input_channels(module) == 1 else "")
+    card = {"checkpoint_layout": layout, "checkpoint_notes": [f"whole pickled {type(module).__name__}"]}
+    return module, explained, card | ({"head": head} if head else {})
+
+
+def _input_channels(module: torch.nn.Module) -> int:
+    """Input channels of the first convolution (3 when there is none)."""
+    return next((m.in_channels for m in module.modules() if isinstance(m, torch.nn.Conv2d)), 3)
+
+
+def _normalisation(path: Path, mean, std, channels: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``mean`` / ``std`` as tuples, defaulted by the number of input channels, and checked."""
+    default = (GREY_MEAN, GREY_STD) if channels == 1 else (IMAGENET_MEAN, IMAGENET_STD)
+    mean = tuple(float(v) for v in mean) if mean is not None else default[0]
+    std = tuple(float(v) for v in std) if std is not None else default[1]
+    if len(mean) != channels or len(std) != channels:
+        raise ModelError(f"{path}: the model takes {channels} input channel(s) but mean has {len(mean)} and std "
+                         f"{len(std)} values; pass one per channel")
+    return mean, std
 
 
 def _cam_layer(module: torch.nn.Module, default: str) -> str:

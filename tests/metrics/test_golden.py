@@ -158,8 +158,9 @@ def test_auroc_and_auprc_per_label_reproduce_the_published_testeval():
 
 def test_no_finding_by_sex_and_age_against_the_published_intersection():
     """FPFN_AgeSex.csv with Num_NNF_AgeSex / Num_PNF_AgeSex (made with the 2017 ages): the 80+
-    cells, whose images kept their bin in the 2020 metadata, agree exactly; each sex's cells add up to the published by-sex counts; other cells move by at most
-    20 images between neighbouring bins."""
+    cells, whose images kept their bin in the 2020 metadata, agree exactly; each sex's cells add
+    up to the published by-sex counts; other cells move by at most 20 images between
+    neighbouring bins."""
     ours = underdiagnosis(_underdiagnosis_table(), ["sex", "age_bin"]).set_index(["sex", "age_bin"])
     rates = pd.read_csv(FIX / "underdiagnosis_nih" / "FPFN_AgeSex.csv").set_index("SexAge")
     nnf = pd.read_csv(FIX / "underdiagnosis_nih" / "Num_NNF_AgeSex.csv").set_index("Age")
