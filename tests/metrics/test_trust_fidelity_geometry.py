@@ -22,6 +22,16 @@ def test_ssim_identical_is_one_and_data_range_matters():
         trust.ssim(np.zeros((4, 4)), np.zeros((4, 4)))
 
 
+
+@pytest.mark.parametrize("data_range", [1.0, 2.0])
+def test_ssim_of_two_constant_maps_by_hand(data_range):
+    """Constant maps c1, c2: no variance, so SSIM = (2 c1 c2 + C1) / (c1² + c2² + C1) with
+    C1 = (0.01 L)² (Wang et al. 2004) — 0.2401 / 0.4001 for 0.2 and 0.6 at L = 1."""
+    c1, c2, k = 0.2, 0.6, (0.01 * data_range) ** 2
+    expected = (2 * c1 * c2 + k) / (c1**2 + c2**2 + k)
+    assert trust.ssim(np.full((9, 9), c1), np.full((9, 9), c2), data_range=data_range) == pytest.approx(expected, rel=1e-12)
+
+
 def test_arun_normalize_clips_at_the_99th_percentile():
     m = np.arange(100, dtype=float).reshape(10, 10)
     out = trust.arun_normalize(m)
