@@ -7,7 +7,9 @@ ensembles — each loaded offline into a :class:`LoadedModel` with a complete sp
   old DenseNet names, a Linear + Sigmoid head, one input channel), or a whole pickled model when
   ``trust_pickle=True`` (unpickling runs code from the file: only for files you trust). Label
   order comes from ``labels=`` or a sidecar ``<file>.labels.json`` / ``.json`` spec. ImageNet
-  normalisation unless told otherwise (its grey mean for one-channel models).
+  normalisation unless told otherwise (0.5 / 0.5 for one-channel models). A model that ends in
+  a sigmoid outputs the logit before it, or, where the sigmoid cannot be removed, the spec says
+  the probability is explained.
 * :func:`load_xrv` — a torchxrayvision model by weight name (``densenet121-res224-all``…),
   read from a local file; if the file is missing the error says exactly where to put it.
   Inputs are scaled to [−1024, 1024] (torchxrayvision's convention) on one channel; outputs are
@@ -26,8 +28,16 @@ from pathlib import Path
 import torch
 
 from ..errors import ModelError, UnknownNameError
-from .checkpoints import (CHEXNET_HEAD, HEAD, first_conv_channels, misfit_message, normalise_state_dict, one_channel,
-                          strip_final_sigmoid, unwrap)
+from .checkpoints import (
+    CHEXNET_HEAD,
+    HEAD,
+    first_conv_channels,
+    misfit_message,
+    normalise_state_dict,
+    one_channel,
+    strip_final_sigmoid,
+    unwrap,
+)
 from .registry import ARCHITECTURES, LoadedModel, best_device, build
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
@@ -42,8 +52,14 @@ def _labels_for(path: Path, labels) -> tuple[str, ...]:
         return tuple(labels)
     for sidecar in (path.with_suffix(".labels.json"), path.with_suffix(".json")):
         if sidecar.is_file():
-            data = json.loads(sidecar.read_text())
-            return tuple(data["labels"] if isinstance(data, dict) else data)
+            try:
+                data = json.loads(sidecar.read_text())
+            except (OSError, json.JSONDecodeError) as err:
+                raise ModelError(f"cannot read the label list {sidecar}: {err}") from None
+            names = data.get("labels") if isinstance(data, dict) else data
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ModelError(f"{sidecar} must hold a JSON list of label names or {{\"labels\": [...]}}")
+            return tuple(names)
     raise ModelError(f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}")
 
 
