@@ -28,7 +28,8 @@ st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
 problems = store.problems(dataset=dataset)
 if len(problems):
-    by_stage = ", ".join(f"{stage} {n:,}" for stage, n in problems.groupby("stage").size().items())
+    counts = store.problem_counts()
+    by_stage = ", ".join(f"{r.stage} {r.n:,}" for r in counts[counts.dataset == dataset].itertuples())
     with st.expander(f"⚠ {len(problems):,} problems in {dataset} ({by_stage}): rows and files left out or changed"):
         st.caption("Each bad row or file, and what was done: the rest of the dataset was processed.")
         st.dataframe(problems[["stage", "file", "row", "image_id", "problem"]], hide_index=True, height=240)

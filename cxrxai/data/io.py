@@ -35,6 +35,9 @@ def to_uint8(arr: np.ndarray) -> np.ndarray:
         return (a.astype(np.uint32) // 257).astype(np.uint8)
     if np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer):
         a = a.astype(np.float64)
+        if not np.isfinite(a).all():
+            raise DataError(f"the pixels hold {int((~np.isfinite(a)).sum())} NaN or infinite value(s); a radiograph "
+                            "has finite grey levels")
         lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
         return np.zeros(a.shape, np.uint8) if hi <= lo else np.round(255 * (a - lo) / (hi - lo)).astype(np.uint8)
     raise DataError(f"unsupported pixel type {a.dtype}")

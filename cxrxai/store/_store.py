@@ -142,8 +142,12 @@ class StoreWriter(Queries):
 
     def __init__(self, path: Path, staging: Path):
         self.path, self.staging = path, staging
-        self._con = duckdb.connect(str(staging))
-        self._migrate()
+        try:
+            self._con = duckdb.connect(str(staging))
+            self._migrate()
+        except duckdb.Error as err:
+            raise StoreError(f"cannot open {path} as a DuckDB store to write ({type(err).__name__}: {err}); "
+                             "the file was left as it is — restore it from a copy or write a new store") from None
 
     @contextmanager
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:

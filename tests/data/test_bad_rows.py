@@ -43,6 +43,7 @@ def corpus(tmp_path_factory) -> Path:
         {"path": "good0.png", "label": "Effusion", "x": 80, "y": 100, "w": 40, "h": 40},  # row 3: crosses 100×120 edge
         {"path": "good1.png", "label": "Nodule", "x": 500, "y": 10, "w": 10, "h": 10},  # row 4: outside 130×90
         {"path": "good1.png", "label": "Nodule", "x": 10, "y": 10, "w": 0, "h": 10},  # row 5: no area
+        {"path": "good2.png", "label": "Nodule", "x": -5, "y": -5, "w": 20, "h": 20},  # row 6: crosses the top left
     ]).to_csv(root / "boxes.csv", index=False)
     return root
 
@@ -67,7 +68,8 @@ EXPECTED = [  # stage, file name, row, image id, what the problem says (start), 
     ("adapter", "cases.csv", 4, "good2.png", "absurd age 200", "age set to missing"),
     ("adapter", "cases.csv", 5, "truncated.png", "absurd age -5", "age set to missing"),
     ("adapter", "cases.csv", 8, "../../etc/passwd", "path '../../etc/passwd' escapes the dataset root", "image skipped"),
-    ("adapter", "boxes.csv", 5, "good1.png", "box with no area", "annotation skipped"),
+    ("adapter", "boxes.csv", 5, "good1.png", "box with no area (w 0, h 10)", "annotation skipped"),
+    ("decode", None, None, "good2.png", "Nodule box (-5.0, -5.0, 20.0, 20.0) crosses the edge of the 110×110", "clipped"),
     ("decode", "truncated.png", None, "truncated.png", "", "image skipped"),
     ("decode", "text.png", None, "text.png", "", "image skipped"),
     ("decode", "missing.png", None, "missing.png", "no image file", "image skipped"),
@@ -106,6 +108,7 @@ def test_the_good_rows_are_fully_processed(store):
     eff = boxes[boxes.image_id == "good0.png"].sort_values("x")
     assert eff[["x", "y", "w", "h"]].to_numpy().tolist() == [[10, 60, 30, 20], [80, 100, 20, 20]]
     assert boxes[boxes.image_id == "good1.png"].empty
+    assert boxes[boxes.image_id == "good2.png"][["x", "y", "w", "h"]].to_numpy().tolist() == [[0, 0, 15, 15]]
 
 
 def test_a_rerun_adds_no_problem_twice(corpus, store, tiny_model_path):
@@ -128,7 +131,7 @@ def test_strict_stops_at_the_first_bad_row_with_its_message(corpus, tiny_model_p
 def test_info_lists_the_problems(store, capsys):
     assert main(["info", "--store", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "problems   folder adapter 5, folder decode 5" in out
+    assert "problems   folder adapter 5, folder decode 6" in out
     assert "cases.csv, row 8, ../../etc/passwd: path '../../etc/passwd' escapes the dataset root" in out
 
 
@@ -159,3 +162,14 @@ def test_import_predictions_bad_rows(corpus, tmp_path, capsys):
     # an unreadable predictions file: a typed error too
     assert _import(corpus, store, tmp_path / "absent.csv") == 2
     assert "missing file" in capsys.readouterr().err
+
+
+def test_strict_stops_at_an_unreadable_image_with_its_message(tmp_path, tiny_model_path, capsys):
+    (tmp_path / "text.png").write_text("not an image")
+    pd.DataFrame([{"path": "text.png", "Effusion": 1, "Nodule": 0}]).to_csv(tmp_path / "cases.csv", index=False)
+    pd.DataFrame(columns=["path", "label", "x", "y", "w", "h"]).to_csv(tmp_path / "boxes.csv", index=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CXRXAI_DATA_CACHE", str(tmp_path / "cache"))
+        assert _precompute(tmp_path, tmp_path / "s.duckdb", "--strict", model=tiny_model_path) == 2
+    err = capsys.readouterr().err
+    assert "text.png is not a readable PNG/JPEG image" in err and not (tmp_path / "s.duckdb").exists()

@@ -67,10 +67,13 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         b = read_csv(boxes_csv)
         key = "image_id" if "image_id" in b else "path"
         require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
-        bad = (b.w <= 0) | (b.h <= 0) | (b.x < 0) | (b.y < 0) | ~b[key].astype(str).isin(set(ids))
-        for i in b.index[bad]:
-            problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), "box with no area, outside the image, or of an unknown image",
-                         action="annotation skipped")
+        # Edges are checked against each decoded image by the precompute (clipped or dropped there).
+        unknown = ~b[key].astype(str).isin(set(ids))
+        flat = ~unknown & ((b.w <= 0) | (b.h <= 0))
+        for i in b.index[unknown | flat]:
+            what = "box of an image not in the CSV" if unknown[i] else f"box with no area (w {b.at[i, 'w']}, h {b.at[i, 'h']})"
+            problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), what, action="annotation skipped")
+        bad = unknown | flat
         b = b[~bad]
         annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
                                     "x": b.x, "y": b.y, "w": b.w, "h": b.h})
