@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -123,19 +124,23 @@ def test_failed_write_leaves_the_published_store_intact(store_path):
     assert sorted(p.name for p in store_path.parent.iterdir()) == ["s.duckdb", "s.duckdb.lock"]
 
 
+REPO = Path(__file__).resolve().parents[2]
 WRITER = textwrap.dedent("""
     import sys, time, pandas as pd
     from cxrxai.store import write_store
-    path, n, publish = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "publish"
+    path, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     with write_store(path) as w:
         for k in range(n):
             w.put_images(pd.DataFrame({"image_id": [f"w{k}-{j}" for j in range(50)], "dataset": "d",
                                        "split": "train", "width": 8, "height": 8}))
-            if publish:
+            if mode == "publish":
                 w.publish()
+            elif mode == "kill-in-publish":
+                print("publishing", k, flush=True)
+                w.publish()  # killed somewhere in here (copy, fsync, replace)
             print("wrote", k, flush=True)
             time.sleep(0.05)
-        if not publish:
+        if mode == "hold":
             time.sleep(60)  # killed here, before its final publish
 """)
 
@@ -143,7 +148,7 @@ WRITER = textwrap.dedent("""
 def _spawn(tmp_path, store_path, n, mode):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # importable from wherever the tests are run
     return subprocess.Popen([sys.executable, str(script), str(store_path), str(n), mode], stdout=subprocess.PIPE,
                             text=True, env=env)
 
@@ -165,13 +170,35 @@ def test_reader_keeps_serving_while_another_process_writes(tmp_path, store_path)
 
 def test_killed_writer_leaves_the_previous_store_and_the_next_writer_works(tmp_path, store_path):
     proc = _spawn(tmp_path, store_path, 5, "hold")
-    for _ in range(5):
-        proc.stdout.readline()
+    lines = [proc.stdout.readline().strip() for _ in range(5)]
+    assert lines == [f"wrote {k}" for k in range(5)]  # the writer really wrote (its progress, not a crash)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL  # and died by the signal
     with open_store(store_path) as s:
         assert len(s.images()) == 3
     with write_store(store_path) as w:  # lock released by the OS; stale staging discarded
         w.put_images(_images(["after"]))
     with open_store(store_path) as s:
         assert len(s.images()) == 4
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.003, 0.01, 0.03])
+def test_a_writer_killed_while_publishing_leaves_a_whole_store_that_resumes(tmp_path, store_path, delay):
+    """Killed at some point inside publish (copy, fsync or the atomic replace): the published
+    store is the version before or after that publish, never a torn one; the next writer works."""
+    proc = _spawn(tmp_path, store_path, 50, "kill-in-publish")
+    for k in range(3):
+        assert proc.stdout.readline().strip() == f"publishing {k}"
+        if k < 2:
+            assert proc.stdout.readline().strip() == f"wrote {k}"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    with open_store(store_path) as s:
+        n = len(s.images())
+    assert n in (3 + 2 * 50, 3 + 3 * 50), n  # publish 2 either did not happen or happened whole
+    with write_store(store_path) as w:
+        w.put_images(_images(["after"]))
+    with open_store(store_path) as s:
+        assert len(s.images()) == n + 1
+    assert not list(store_path.parent.glob("*.publish-*")) and not store_path.with_name("s.duckdb.staging").exists()
