@@ -207,3 +207,54 @@ def test_incremental_engine_refuses_what_it_cannot_do(tiny_net, image):
     with pytest.raises(ExplainerError, match="DenseNet"):
         occlusion_grid(tiny_net.module, image, 0, baseline_tensor("black", image, tiny_net.spec), patch=4, stride=2,
                        engine="incremental")
+
+
+@pytest.fixture(scope="module")
+def small_densenet():
+    """torchvision's DenseNet with DenseNet-121's layer layout (stem, four dense blocks, three
+    transitions, norm5) but narrow and shallow, so 224–256 px occlusion against Captum is quick."""
+    import torchvision
+
+    torch.manual_seed(1)
+    m = torchvision.models.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2,
+                                    num_classes=3).eval()
+    gen = torch.Generator().manual_seed(1)
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            with torch.no_grad():
+                mod.running_mean.uniform_(-0.5, 0.5, generator=gen)
+                mod.running_var.uniform_(0.5, 2.0, generator=gen)
+    return m
+
+
+@pytest.mark.parametrize("size,patch,stride", [(224, 32, 16), (256, 32, 16), (224, 32, 20), (256, 24, 20)])
+def test_incremental_occlusion_at_full_size_with_windows_that_do_not_tile(small_densenet, size, patch, stride):
+    """At 224–256 px a window's changed region is only part of dense block 2 and beyond, so the
+    partial-window code of the transition and block 2 runs; 32/20 at 224 and 24/20 at 256 do not
+    tile the image, so the last window is shifted back to the edge, as Captum places it
+    (ceil((size − patch) / stride) + 1 windows a side)."""
+    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(5))
+    b = torch.full((1, 3, 1, 1), -1.5)
+    grid = occlusion_grid(small_densenet, x, 2, b, patch=patch, stride=stride, engine="incremental", batch_size=8)
+    ref = Occlusion(small_densenet).attribute(x, sliding_window_shapes=(3, patch, patch), strides=(1, stride, stride),
+                                              baselines=b, target=2)[0, 0].numpy()
+    assert grid.scores.shape == (-(-(size - patch) // stride) + 1,) * 2
+    # A window's score is a difference of two fp32 logits, exact only to the logit's rounding; this
+    # narrow random net moves its logit by ~1e-3, so the tolerance adds 1e-6 × |logit| (a few ulps).
+    with torch.inference_mode():
+        logit = abs(small_densenet(x)[0, 2].item())
+    assert np.abs(grid.to_map() - ref).max() <= 1e-4 * np.abs(ref).max() + 1e-6 * logit
+
+
+@pytest.mark.parametrize("baseline,grey", [("black", 0.0), ("white", 1.0)])
+def test_occlusion_baselines_are_the_grey_level_through_the_models_normalisation(tiny_net, image, baseline, grey):
+    """Black and white are grey levels 0 and 1 after ImageNet normalisation, by hand:
+    (grey − mean) / std per channel — e.g. black = (−2.118, −2.036, −1.804)."""
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    b = torch.tensor([(grey - m) / s for m, s in zip(mean, std)]).view(1, 3, 1, 1)
+    if baseline == "black":
+        assert b.flatten().tolist() == pytest.approx([-2.1179, -2.0357, -1.8044], abs=1e-4)
+    ours = explain(tiny_net, image, 1, "occlusion", patch=4, stride=2, baseline=baseline)
+    ref = Occlusion(tiny_net.module).attribute(image, sliding_window_shapes=(3, 4, 4), strides=(1, 2, 2),
+                                               baselines=b, target=1)[0, 0].numpy()
+    assert np.abs(ours - ref).max() <= 1e-5 * np.abs(ref).max()
