@@ -120,3 +120,24 @@ def test_mean_image_and_average_mask_by_hand():
     torch.testing.assert_close(mean_image(films, model), grey_half.expand(1, C, H, W), rtol=1e-5, atol=1e-6)
     masks = [np.array([[1, 0], [0, 0]]), np.array([[1, 1], [0, 0]])]
     assert average_mask(masks).tolist() == [[1.0, 0.5], [0.0, 0.0]]
+
+
+def test_guided_gradcam_of_a_conv_then_linear_model_by_hand(x):
+    """A 1×1 convolution averaging the channels (the CAM layer, A = mean_c x), then a linear
+    head w: Grad-CAM = ReLU(mean(w) · A); guided backprop (no ReLU to guide) = w / 3 per channel;
+    guided Grad-CAM = their product, summed over the channels = w ⊙ ReLU(mean(w) · A)."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(C, 1, 1, bias=False)
+    lin = nn.Linear(H * W, K)
+    with torch.no_grad():
+        conv.weight.fill_(1 / C)
+    net = nn.Sequential()
+    net.add_module("features", conv)
+    net.add_module("flat", nn.Flatten())
+    net.add_module("head", lin)
+    model = LoadedModel(net.eval(), ModelSpec(name="g", arch="g", labels=("a", "b", "c"), input_size=H,
+                                              cam_layer="features"), torch.device("cpu"))
+    w = lin.weight[1].detach().view(H, W)
+    cam = torch.relu(w.mean() * x[0].mean(0))
+    np.testing.assert_allclose(explain(model, x, 1, "gradcam", relu=True), cam.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(explain(model, x, 1, "guided_gradcam"), (w * cam).numpy(), rtol=1e-4, atol=1e-6)

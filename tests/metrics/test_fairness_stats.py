@@ -52,6 +52,21 @@ def test_bootstrap_intervals_are_seeded():
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_bootstrap_interval_of_a_mean_matches_the_normal_theory_width():
+    """Independent of our code: for n = 2,000 standard normal values the 95 % interval of the
+    mean is ±1.96/√n ≈ ±0.0438 around the sample mean; the bootstrap's must agree within 10 %,
+    and a constant sample's interval is that constant."""
+    from cxrxai import stats
+
+    v = np.random.default_rng(11).standard_normal(2000)
+    r = stats.bootstrap_table(pd.DataFrame({"x": v}), n_boot=2000, seed=0).iloc[0]
+    half = 1.96 / np.sqrt(len(v)) * v.std(ddof=1)
+    assert (r["upper"] - r["lower"]) / 2 == pytest.approx(half, rel=0.10)
+    assert (r["upper"] + r["lower"]) / 2 == pytest.approx(v.mean(), abs=0.15 * half)
+    c = stats.bootstrap_table(pd.DataFrame({"x": np.full(30, 0.25)}), n_boot=200).iloc[0]
+    assert (c["lower"], c["upper"]) == (0.25, 0.25)
+
+
 def test_auroc_with_hanley_mcneil_interval():
     r = subgroup_rates(_table(), None).iloc[0]
     assert r["auroc"] == pytest.approx(13 / 15)  # 13 of 15 positive–negative pairs ranked right
