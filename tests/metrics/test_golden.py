@@ -183,3 +183,24 @@ def test_no_finding_by_sex_and_age_against_the_published_intersection():
             assert abs(row["n_NNF"] - nnf.at[col, sex]) <= tol and abs(row["n_PNF"] - pnf.at[col, sex]) <= tol, (sex, col)
             if exact:
                 assert (row["fpr"], row["fnr"]) == (rates.at[col, f"FPR_{sex}"], rates.at[col, f"FNR_{sex}"]), (sex, col)
+
+
+def test_published_tuned_thresholds_lie_on_our_sweep_and_tune_on_the_sample(chex):
+    """CheXlocalize's tuning_results.csv (thresholds tuned on the full validation set, 234 CXRs)
+    cannot be recomputed from the two sample images, but its convention can be checked: every
+    task is there and every tuned value lies on the grid our ``tune_threshold`` sweeps
+    (``np.arange(0.2, 0.8, 0.1)`` in ``tune_heatmap_threshold.py``). On the sample itself the
+    tuner picks, for Cardiomegaly, the grid value whose mIoU is highest, by hand from its scores."""
+    from cxrxai.metrics.localization import SWEEP_THRESHOLDS, tune_threshold
+
+    published = pd.read_csv(CHEX / "tuning_results.csv")
+    assert sorted(published.task) == sorted(["Airspace Opacity", "Atelectasis", "Cardiomegaly", "Consolidation", "Edema",
+                                             "Enlarged Cardiomediastinum", "Lung Lesion", "Pleural Effusion",
+                                             "Pneumothorax", "Support Devices"])
+    assert set(np.round(published.threshold, 1)) <= set(np.round(SWEEP_THRESHOLDS, 1))
+    maps, meta, _, seg_gt, _ = chex
+    key = "patient64541_study1_view1_frontal|Cardiomegaly"
+    gt = _decode(seg_gt["patient64541_study1_view1_frontal"]["Cardiomegaly"])
+    best, scores = tune_threshold([maps[key]], [gt], size=gt.shape)
+    assert list(scores) == [float(t) for t in SWEEP_THRESHOLDS]
+    assert best == max(scores, key=lambda t: (scores[t], -t)) and 0 < scores[best] <= 1
