@@ -28,6 +28,7 @@ from ..explain.postprocess import minmax, upsample
 __all__ = [
     "IOU_CONVENTIONS",
     "OTSU_VARIANTS",
+    "PROBABILITY_CUTOFFS",
     "PR_VARIANTS",
     "SWEEP_THRESHOLDS",
     "coarse_pointing_game",
@@ -41,6 +42,7 @@ __all__ = [
     "ranking_metrics",
     "roc_auc",
     "threshold_mask",
+    "tune_probability_cutoff",
     "tune_threshold",
 ]
 
@@ -49,6 +51,9 @@ OTSU_VARIANTS = ("chexlocalize", "plain")
 PR_VARIANTS = ("trapezoid", "average_precision")
 #: CheXlocalize's threshold candidates (``np.arange(0.2, .8, .1)``, rounded): 0.2 … 0.7.
 SWEEP_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+#: CheXlocalize's probability cutoffs for the full-dataset evaluation (``probability_tuning_results.csv``):
+#: 0.0 … 0.8.
+PROBABILITY_CUTOFFS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 # --------------------------------------------------------------------------- checks
@@ -148,6 +153,29 @@ def tune_threshold(maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None) -> tu
     if not finite:
         raise MetricError("no case has both a predicted and a ground-truth segmentation to tune on")
     return max(finite, key=lambda t: (finite[t], -t)), scores
+
+
+def tune_probability_cutoff(segmentations, masks, probabilities, *, cutoffs=PROBABILITY_CUTOFFS
+                            ) -> tuple[float, dict[float, float]]:
+    """Per-label probability cutoff of the full-dataset evaluation (Saporta et al.): a case whose
+    probability is below the cutoff gets an empty segmentation (:func:`probability_gate`), IoU
+    follows the ``full`` convention (a false positive or negative scores 0, two empty masks are
+    skipped), and the cutoff with the highest mIoU wins (the lowest on ties). Returns it and the
+    mIoU per cutoff, the rows of CheXlocalize's ``probability_tuning_results.csv``.
+
+    >>> seg, gt = np.array([[1, 1]]), np.array([[1, 0]])
+    >>> tune_probability_cutoff([seg, seg], [gt, np.zeros_like(gt)], [0.9, 0.3], cutoffs=(0.0, 0.5))
+    (0.5, {0.0: 0.25, 0.5: 0.5})
+    """
+    segs, truths, probs = list(segmentations), list(masks), [float(p) for p in probabilities]
+    if not (len(segs) == len(truths) == len(probs)):
+        raise MetricError(f"got {len(segs)} segmentations, {len(truths)} masks and {len(probs)} probabilities")
+    scores = {float(c): miou(iou(probability_gate(s, p, c), g, convention="full") for s, g, p in zip(segs, truths, probs))
+              for c in cutoffs}
+    finite = {c: v for c, v in scores.items() if np.isfinite(v)}
+    if not finite:
+        raise MetricError("no case has a segmentation or a ground truth to tune the probability cutoff on")
+    return max(finite, key=lambda c: (finite[c], -c)), scores
 
 
 # --------------------------------------------------------------------------- overlap

@@ -204,3 +204,27 @@ def test_published_tuned_thresholds_lie_on_our_sweep_and_tune_on_the_sample(chex
     best, scores = tune_threshold([maps[key]], [gt], size=gt.shape)
     assert list(scores) == [float(t) for t in SWEEP_THRESHOLDS]
     assert best == max(scores, key=lambda t: (scores[t], -t)) and 0 < scores[best] <= 1
+
+
+def test_probability_cutoffs_follow_chexlocalize_and_tune_on_the_sample(chex):
+    """probability_tuning_results.csv (full validation set; not recomputable from two films):
+    its cutoff grid is ours and every task is tuned. On the sample's 20 maps, by hand: at cutoff 0
+    nothing is gated (mIoU = mean full-convention IoU of the Otsu segmentations); at a cutoff above
+    every probability each positive scores 0 and each negative is skipped, so mIoU = 0."""
+    from cxrxai.metrics.localization import PROBABILITY_CUTOFFS, tune_probability_cutoff
+
+    published = pd.read_csv(CHEX / "probability_tuning_results.csv")
+    assert sorted(published.prob_threshold.round(1).unique()) == list(PROBABILITY_CUTOFFS)
+    assert published.task.nunique() == 10 and published.mIoU.between(0, 1).all()
+    maps, meta, _, seg_gt, _ = chex
+    segs, truths, probs = [], [], []
+    for key, m in maps.items():
+        cxr, task = key.split("|")
+        truths.append(_decode(seg_gt[cxr][task]))
+        segs.append(otsu_mask(m, truths[-1].shape))
+        probs.append(meta[key]["prob"])
+    ungated = [iou(s, g, convention="full") for s, g in zip(segs, truths)]
+    top = max(probs) + 0.05
+    best, scores = tune_probability_cutoff(segs, truths, probs, cutoffs=(0.0, top))
+    assert scores[0.0] == pytest.approx(np.nanmean(ungated), abs=1e-12)
+    assert scores[top] == 0.0 and best == (0.0 if scores[0.0] > 0 else top)
