@@ -76,7 +76,7 @@ def built(request, tmp_path_factory):
         layout.labels = list(NIH_LABELS)
     store = root / "store.duckdb"
     argv = ["precompute", *layout.args(), "--model", _checkpoint(root, layout.labels), "--store", str(store),
-            "--split", "all", "--explainers", "gradcam,occlusion", "--per-label", "1"]
+            "--split", "all", "--explainers", "gradcam,occlusion", "--per-label", "1", "--input-size", "128"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))  # the decoded-image cache, not the repository's
         assert main(argv) == 0
