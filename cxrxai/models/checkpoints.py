@@ -187,13 +187,14 @@ def strip_final_sigmoid(module: nn.Module, probe: torch.Tensor) -> tuple[nn.Modu
 
     ``module(probe)`` is run once with hooks. When its output is that of an ``nn.Sigmoid`` called
     once, that Sigmoid becomes ``nn.Identity``. When it is the sigmoid of a sub-module's output
-    applied in ``forward`` (``torch.sigmoid``), it cannot be removed: the probability is explained.
+    applied in ``forward`` (``torch.sigmoid``), it cannot be removed: the model is wrapped in
+    :class:`LogitOf`, which turns its probability back into the logit.
 
     Returns
     -------
     module : nn.Module
-        The same module, changed in place.
-    explained_output : {"logit", "probability"}
+        The same module changed in place, or wrapped in :class:`LogitOf`.
+    explained_output : "logit"
     head : str or None
         What was found, for ``card["head"]`` (None: no final sigmoid).
     """
@@ -205,9 +206,26 @@ def strip_final_sigmoid(module: nn.Module, probe: torch.Tensor) -> tuple[nn.Modu
         return module, "logit", f"{CHEXNET_HEAD} (the Sigmoid '{names[0]}' was removed)"
     if names or any(torch.is_tensor(o) and o.shape == out.shape and o is not out
                     and torch.allclose(torch.sigmoid(o), out, atol=1e-6) for _, o in calls):
-        return module, "probability", ("the model ends in a sigmoid that cannot be removed (applied in forward or "
-                                       "shared); cxrxai explains the probability after it")
+        return LogitOf(module), "logit", ("the model ends in a sigmoid that cannot be removed (applied in forward "
+                                          f"or shared): its probability p is turned back into the logit log(p / (1 − p)) "
+                                          f"(p clamped to [{LogitOf.EPS}, 1 − {LogitOf.EPS}]), which is explained")
     return module, "logit", None
+
+
+class LogitOf(nn.Module):
+    """``logit(model(x))`` for a model that outputs probabilities: predictions (the sigmoid of
+    this) are the model's own, and explainers differentiate the logit before its sigmoid (exact
+    away from the clamp). The wrapped model stays reachable as ``.model`` (its layers keep their
+    names under ``model.``)."""
+
+    EPS = 1e-6
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.logit(self.model(x), eps=self.EPS)
 
 
 def misfit_message(path, arch: str, n_outputs: int, state: Mapping, expected: Mapping, layout: str,

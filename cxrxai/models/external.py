@@ -8,8 +8,8 @@ ensembles — each loaded offline into a :class:`LoadedModel` with a complete sp
   ``trust_pickle=True`` (unpickling runs code from the file: only for files you trust). Label
   order comes from ``labels=`` or a sidecar ``<file>.labels.json`` / ``.json`` spec. ImageNet
   normalisation unless told otherwise (0.5 / 0.5 for one-channel models). A model that ends in
-  a sigmoid outputs the logit before it, or, where the sigmoid cannot be removed, the spec says
-  the probability is explained.
+  a sigmoid outputs the logit before it: the sigmoid is removed, or, where it cannot be (applied
+  in ``forward``), the model is wrapped to return logit(p).
 * :func:`load_xrv` — a torchxrayvision model by weight name (``densenet121-res224-all``…),
   read from a local file; if the file is missing the error says exactly where to put it.
   Inputs are scaled to [−1024, 1024] (torchxrayvision's convention) on one channel; outputs are

@@ -162,15 +162,20 @@ def densenet():
     import torchvision
 
     torch.manual_seed(0)
-    m = torchvision.models.densenet121(num_classes=3).eval()
-    gen = torch.Generator().manual_seed(0)
+    return _jitter_batchnorm(torchvision.models.densenet121(num_classes=3).eval(), seed=0, affine=True)
+
+
+def _jitter_batchnorm(m: nn.Module, *, seed: int, affine: bool) -> nn.Module:
+    """Non-trivial BatchNorm statistics (and scales), so a layer the engine mishandles shows."""
+    gen = torch.Generator().manual_seed(seed)
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
             with torch.no_grad():
                 mod.running_mean.uniform_(-0.5, 0.5, generator=gen)
                 mod.running_var.uniform_(0.5, 2.0, generator=gen)
-                mod.weight.uniform_(0.5, 1.5, generator=gen)
-                mod.bias.uniform_(-0.2, 0.2, generator=gen)
+                if affine:
+                    mod.weight.uniform_(0.5, 1.5, generator=gen)
+                    mod.bias.uniform_(-0.2, 0.2, generator=gen)
     return m
 
 
@@ -218,13 +223,7 @@ def small_densenet():
     torch.manual_seed(1)
     m = torchvision.models.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2,
                                     num_classes=3).eval()
-    gen = torch.Generator().manual_seed(1)
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            with torch.no_grad():
-                mod.running_mean.uniform_(-0.5, 0.5, generator=gen)
-                mod.running_var.uniform_(0.5, 2.0, generator=gen)
-    return m
+    return _jitter_batchnorm(m, seed=1, affine=False)
 
 
 @pytest.mark.parametrize("size,patch,stride", [(224, 32, 16), (256, 32, 16), (224, 32, 20), (256, 24, 20)])

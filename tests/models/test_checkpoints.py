@@ -195,14 +195,16 @@ def test_jrzech_checkpoint_holding_the_model(tmp_path):
     assert m.spec.cam_layer == "features.norm5" and m.spec.explained_output == "logit"
 
 
-def test_a_sigmoid_in_forward_means_the_probability_is_explained(tmp_path):
+def test_a_sigmoid_in_forward_is_undone_by_a_logit(tmp_path):
     src = SigmoidInForward().eval()
     torch.save(src, tmp_path / "f.pt")
     m = load_checkpoint(tmp_path / "f.pt", arch="resnet18", labels=LABELS, device="cpu", trust_pickle=True,
                         input_size=64)
-    torch.testing.assert_close(_outputs(m), _source_out(src), atol=1e-5, rtol=0)
-    assert m.spec.explained_output == "probability"
-    assert "explains the probability" in m.spec.card["head"]
+    # the source's probabilities come back as logits: predictions (their sigmoid) are the source's own,
+    # and explainers differentiate the logit, never a sigmoid of a probability
+    torch.testing.assert_close(torch.sigmoid(_outputs(m)), _source_out(src), atol=1e-5, rtol=0)
+    assert m.spec.explained_output == "logit"
+    assert "turned back into the logit" in m.spec.card["head"]
 
 
 def test_a_sigmoid_inside_the_network_is_left_alone(tmp_path):
