@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data.adapters._base import clip_boxes
+from .data.adapters._base import clip_boxes, unit_interval
 from .data.decode import decode_images
 from .data.demo import DemoData, label_matrix, load_demo
 from .data.phantom import PhantomConfig
@@ -172,18 +172,6 @@ def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
     return out
 
 
-def _probabilities(predictions: pd.DataFrame, probs: list[str], source: str) -> np.ndarray:
-    """The ``prob_*`` columns as floats in [0, 1]; the first bad cell is a :class:`DataError`
-    naming the file, row (as a spreadsheet counts it) and column."""
-    values = predictions[probs].apply(pd.to_numeric, errors="coerce").to_numpy(float)
-    bad = ~((values >= 0) & (values <= 1))  # NaN, blanks and text fail both comparisons
-    if bad.any():
-        i, j = (int(v[0]) for v in np.nonzero(bad))
-        raise DataError(f"{source}, row {i + 2}: {probs[j]} = {predictions[probs[j]].iloc[i]!r}; probabilities must be "
-                        "numbers in [0, 1] with no blanks (nothing was stored)")
-    return values
-
-
 def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame, *, model_name: str,
                        id_column: str, thresholds: dict[str, float] | None = None, fresh: bool = False,
                        source: str = "predictions", thresholds_source: str = "thresholds") -> dict:
@@ -203,7 +191,7 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         raise DataError(f"{source}: the predictions need prob_<label> columns (e.g. prob_Effusion)")
     labels = tuple(c[len("prob_"):] for c in probs)
     unknown_labels = [lab for lab in labels if lab not in tables.label_names]
-    values = _probabilities(predictions, probs, source)
+    values = unit_interval(predictions, probs, source)
     ids = predictions[id_column].astype(str)
     if ids.duplicated().any():
         i = int(np.flatnonzero(ids.duplicated().to_numpy())[0])

@@ -26,10 +26,11 @@ if datasets.empty:
 st.subheader("Datasets")
 st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at"]], hide_index=True)
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
-problems = store.problems(dataset=dataset)
-if len(problems):
-    counts = store.problem_counts()
-    by_stage = ", ".join(f"{r.stage} {r.n:,}" for r in counts[counts.dataset == dataset].itertuples())
+counts = store.problem_counts()
+counts = counts[counts.dataset == dataset]
+if len(counts):
+    problems = store.problems(dataset=dataset)
+    by_stage = ", ".join(f"{r.stage} {r.n:,}" for r in counts.itertuples())
     with st.expander(f"⚠ {len(problems):,} problems in {dataset} ({by_stage}): rows and files left out or changed"):
         st.caption("Each bad row or file, and what was done: the rest of the dataset was processed.")
         st.dataframe(problems[["stage", "file", "row", "image_id", "problem"]], hide_index=True, height=240)

@@ -32,24 +32,10 @@ def _tables(args):
     return load_dataset(args.dataset, args.root, strict=args.strict, **dict(args.data_option))
 
 
-def _labels_file(path: str) -> list[str]:
-    """Label order from a JSON file: a list of names, or a dict with a "labels" list."""
-    from ..errors import ModelError
-
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise ModelError(f"cannot read the label list {path}: {err}") from None
-    names = data.get("labels") if isinstance(data, dict) else data
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ModelError(f"{path} must hold a JSON list of label names (or {{\"labels\": [...]}})")
-    return names
-
-
 def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | None = None, trust_pickle: bool = False):
     """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON].
     Returns the model and the weights file the store records (so the app can reload it)."""
-    from ..models.external import load_checkpoint, load_xrv
+    from ..models.external import load_checkpoint, load_xrv, read_label_list
     from ..models.registry import ARCHITECTURES, load
 
     if text.startswith("xrv:"):
@@ -59,7 +45,7 @@ def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | Non
     arch, sep, rest = text.partition(":")
     if sep and arch in ARCHITECTURES:
         ckpt, _, labels = rest.partition(":")
-        names = _labels_file(labels) if labels else None
+        names = read_label_list(labels) if labels else None
         return load_checkpoint(ckpt, arch=arch, labels=names, input_size=input_size, name=name,
                                trust_pickle=trust_pickle), ckpt
     return load(text), text
@@ -116,10 +102,7 @@ def _add_import(p: argparse.ArgumentParser) -> None:
 
 @command("import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import)
 def _import(args) -> int:
-    import numpy as np
-    import pandas as pd
-
-    from ..data.adapters._base import read_csv
+    from ..data.adapters._base import read_csv, unit_interval
     from ..errors import DataError
     from ..pipeline import import_predictions
 
@@ -132,10 +115,7 @@ def _import(args) -> int:
         col = next((c for c in ("threshold", "bestthr") if c in t), None)
         if "label" not in t or col is None:
             raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns; found {list(t.columns)}")
-        values = pd.to_numeric(t[col], errors="coerce")
-        if not values.between(0, 1).all():
-            i = int(np.flatnonzero(~values.between(0, 1).to_numpy())[0])
-            raise DataError(f"{args.thresholds}, row {i + 2}: threshold {t[col].iloc[i]!r} is not a number in [0, 1]")
+        values = unit_interval(t, [col], str(args.thresholds))[:, 0]
         thresholds = dict(zip(t["label"].astype(str), values))
     report = import_predictions(args.store, tables, preds, model_name=args.name, id_column=id_column,
                                 thresholds=thresholds, fresh=args.fresh, source=str(args.predictions),
@@ -159,6 +139,7 @@ def _info(args) -> int:
 
     with open_store(args.store or paths.demo_store()) as store:
         info = store.info()
+        first = store.problems().head(10) if info["problems"] else None
     if args.json:
         print(json.dumps(info, indent=1, default=str))
         return 0
@@ -171,8 +152,6 @@ def _info(args) -> int:
     counts = info["problems"]
     print("problems   " + (", ".join(f"{c['dataset']} {c['stage']} {c['n']:,}" for c in counts) or "none"))
     if counts:
-        with open_store(args.store or paths.demo_store()) as store:
-            first = store.problems().head(10)
         for r in first.itertuples(index=False):
             parts = (None if pd.isna(r.file) else Path(r.file).name, None if pd.isna(r.row) else f"row {int(r.row)}",
                      None if pd.isna(r.image_id) else r.image_id)

@@ -80,7 +80,7 @@ def image_sizes(images: pd.DataFrame, annotations: pd.DataFrame) -> dict[str, tu
     return sizes
 
 
-def truth_by_case(writer, image_ids, *, dataset: str | None = None, stage: str) -> tuple[dict, dict, list[dict]]:
+def truth_by_case(writer, image_ids, *, stage: str) -> tuple[dict, dict, list[dict]]:
     """Ground-truth masks per image at each image's own size.
 
     Returns ``(truths, sizes, problems)``: ``truths[image_id][(label, reader)]`` is a bool mask,
@@ -100,12 +100,8 @@ def truth_by_case(writer, image_ids, *, dataset: str | None = None, stage: str) 
         try:
             truths[img] = case_masks(g, *sizes[img])
         except DataError as err:
-            problems.append(_problem(dataset, stage, img, f"{err}; image not scored"))
+            problems.append({"stage": stage, "image_id": img, "problem": f"{err}; image not scored"})
     return truths, sizes, problems
-
-
-def _problem(dataset, stage: str, image_id: str, text: str) -> dict:
-    return {"dataset": dataset or "", "stage": stage, "file": None, "row": None, "image_id": image_id, "problem": text}
 
 
 def _put_problems(ctx, rows: list[dict]) -> None:
@@ -135,7 +131,7 @@ def localization_stage(ctx) -> dict:
     if index.empty:
         return {"scored": 0, "skipped": len(done)}
     preds = ctx.writer.prediction_table(mid).set_index(["image_id", "label"])
-    truths, sizes, problems = truth_by_case(ctx.writer, index.image_id.unique(), dataset=ctx.dataset, stage="localization")
+    truths, sizes, problems = truth_by_case(ctx.writer, index.image_id.unique(), stage="localization")
     _put_problems(ctx, problems)
     bad = {p["image_id"] for p in problems}
     rows, n = [], 0
@@ -195,7 +191,7 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
         return {"skipped": True}
     imgs = ctx.writer.images(dataset=ctx.dataset)
     split_of = imgs.set_index("image_id")["split"]
-    truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, dataset=ctx.dataset, stage="baselines")
+    truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, stage="baselines")
     _put_problems(ctx, problems)
     rng = np.random.default_rng(seed)
     averages: dict[str, np.ndarray] = {}
@@ -232,7 +228,7 @@ def reader_stage(ctx) -> dict:
     done = ctx.writer.table("localization", model_id=mid)
     if not others or (not done.empty and done.method.str.startswith("reader:").any()):
         return {"readers": others, "skipped": bool(others)}
-    truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), dataset=ctx.dataset, stage="second reader")
+    truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="second reader")
     _put_problems(ctx, problems)
     rows = []
     for (img, label), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label"]):
@@ -262,7 +258,7 @@ def geometry_stage(ctx) -> dict:
     ann = ann[ann.image_id.isin(set(imgs.image_id))]
     if not done.empty and set(ann.image_id) <= set(done.image_id):  # only annotated images have rows
         return {"skipped": len(done)}
-    truths, _, problems = truth_by_case(ctx.writer, ann.image_id.unique(), dataset=ctx.dataset, stage="geometry")
+    truths, _, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="geometry")
     _put_problems(ctx, problems)
     rows = []
     for (img, label, reader), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label", "reader"]):

@@ -41,10 +41,23 @@ from .checkpoints import (
 from .registry import ARCHITECTURES, LoadedModel, best_device, build
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
-__all__ = ["GREY_MEAN", "GREY_STD", "XRV_NORMALIZATION", "Ensemble", "load_checkpoint", "load_ensemble", "load_xrv"]
+__all__ = ["GREY_MEAN", "GREY_STD", "XRV_NORMALIZATION", "Ensemble", "load_checkpoint", "load_ensemble", "load_xrv",
+           "read_label_list"]
 
 #: torchxrayvision scales grey [0, 1] to [−1024, 1024]: (x − 0.5) / (1 / 2048).
 XRV_NORMALIZATION = ((0.5,), (1 / 2048,))
+
+
+def read_label_list(path: str | Path) -> tuple[str, ...]:
+    """Label order from a JSON file: a list of names, or a dict with a ``labels`` list (a spec)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ModelError(f"cannot read the label list {path}: {err}") from None
+    names = data.get("labels") if isinstance(data, dict) else data
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ModelError(f"{path} must hold a JSON list of label names or {{\"labels\": [...]}}")
+    return tuple(names)
 
 
 def _labels_for(path: Path, labels) -> tuple[str, ...]:
@@ -52,14 +65,7 @@ def _labels_for(path: Path, labels) -> tuple[str, ...]:
         return tuple(labels)
     for sidecar in (path.with_suffix(".labels.json"), path.with_suffix(".json")):
         if sidecar.is_file():
-            try:
-                data = json.loads(sidecar.read_text())
-            except (OSError, json.JSONDecodeError) as err:
-                raise ModelError(f"cannot read the label list {sidecar}: {err}") from None
-            names = data.get("labels") if isinstance(data, dict) else data
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise ModelError(f"{sidecar} must hold a JSON list of label names or {{\"labels\": [...]}}")
-            return tuple(names)
+            return read_label_list(sidecar)
     raise ModelError(f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}")
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "patient_split",
     "read_csv",
     "require",
+    "unit_interval",
 ]
 
 IMAGE_COLUMNS = ["image_id", "path", "patient_id", "sex", "age", "age_bin", "view", "split", "width", "height"]
@@ -229,3 +230,16 @@ def name_list(value) -> list[str]:
     if not all(names):
         raise DataError(f"cannot read a list of names from {value!r}; write A,B or [A,B]")
     return names
+
+
+def unit_interval(frame: pd.DataFrame, columns: list[str], source: str) -> np.ndarray:
+    """``frame[columns]`` as floats in [0, 1] (probabilities, thresholds); the first bad cell —
+    blank, text, or outside — is a :class:`DataError` naming ``source``, the row (as a spreadsheet
+    counts it) and the column."""
+    values = frame[columns].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    bad = ~((values >= 0) & (values <= 1))  # NaN, blanks and text fail both comparisons
+    if bad.any():
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise DataError(f"{source}, row {i + 2}: {columns[j]} = {frame[columns[j]].iloc[i]!r}; must be a number in "
+                        "[0, 1] with no blanks (nothing was stored)")
+    return values
