@@ -185,3 +185,22 @@ def test_explain_reloads_the_stores_model_and_reproduces_its_stored_map(built, t
         stored = s.get_map("ckpt", image_id, label, "gradcam", key).values
     assert np.load(out).shape == stored.shape
     np.testing.assert_allclose(np.load(out), stored, atol=1e-4 * max(1e-6, float(np.abs(stored).max())))
+
+
+def test_the_occlusion_sweep_uses_one_case_set_for_every_setting(tmp_path):
+    """``--analyses sweep --cases 3`` on RSNA (one label): three pneumonia cases, the same three for
+    each of the thesis's five patch/stride settings, so the sweep's points are comparable."""
+    layout = _layouts.rsna(tmp_path / "data")
+    store = tmp_path / "s.duckdb"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CXRXAI_DATA_CACHE", str(tmp_path / "cache"))
+        assert main(["precompute", *layout.args(), "--model", _checkpoint(tmp_path, layout.labels), "--store", str(store),
+                     "--split", "all", "--explainers", "gradcam", "--input-size", "64", "--analyses", "sweep",
+                     "--cases", "3"]) == 0
+    with open_store(store) as s:
+        idx = s.map_index(model_id="ckpt", method="occlusion")
+        sweep = run_report(s, "occlusion-sweep", "ckpt")
+    cases = idx.groupby("params_key").image_id.apply(frozenset)
+    assert len(cases) == 5 and len(set(cases)) == 1 and len(cases.iloc[0]) == 3
+    assert set(zip(sweep.patch, sweep.stride)) == {(32, 32), (32, 16), (16, 16), (16, 8), (8, 8)}
+    assert (sweep.maps == 3).all() and (sweep.cases_scored == 3).all()

@@ -126,8 +126,16 @@ def test_failed_write_leaves_the_published_store_intact(store_path):
 
 REPO = Path(__file__).resolve().parents[2]
 WRITER = textwrap.dedent("""
-    import sys, time, pandas as pd
+    import shutil, sys, time, pandas as pd
     from cxrxai.store import write_store
+
+    def slow_copy(src, dst, **kw):
+        with open(src, "rb") as a, open(dst, "wb") as b:
+            while chunk := a.read(16384):
+                b.write(chunk)
+                b.flush()
+                time.sleep(0.005)
+        return dst
     path, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     with write_store(path) as w:
         for k in range(n):
@@ -136,8 +144,10 @@ WRITER = textwrap.dedent("""
             if mode == "publish":
                 w.publish()
             elif mode == "kill-in-publish":
+                if k == 2:  # from the third publish on, copy slowly, so the kill lands inside the copy
+                    shutil.copyfile = slow_copy
                 print("publishing", k, flush=True)
-                w.publish()  # killed somewhere in here (copy, fsync, replace)
+                w.publish()  # killed in here
             print("wrote", k, flush=True)
             time.sleep(0.05)
         if mode == "hold":
@@ -184,8 +194,9 @@ def test_killed_writer_leaves_the_previous_store_and_the_next_writer_works(tmp_p
 
 @pytest.mark.parametrize("delay", [0.0, 0.003, 0.01, 0.03])
 def test_a_writer_killed_while_publishing_leaves_a_whole_store_that_resumes(tmp_path, store_path, delay):
-    """Killed at some point inside publish (copy, fsync or the atomic replace): the published
-    store is the version before or after that publish, never a torn one; the next writer works."""
+    """Killed inside publish, while the checkpointed staging copy is being copied (slowed down in
+    the writer so the kill lands there): the published store is the version before that publish,
+    never a torn one; the next writer works."""
     proc = _spawn(tmp_path, store_path, 50, "kill-in-publish")
     for k in range(3):
         assert proc.stdout.readline().strip() == f"publishing {k}"
