@@ -1,9 +1,9 @@
-"""cxrxai — entry point: the app's shell (page config, password gate, sidebar, navigation) and
-the chosen page; no computation here. The shell lives in ``pages/_common.py`` so that a page
-reached before routing existed gets the same one (see ``ui.require_app``)."""
+"""cxrxai — entry point: the app's frame (page config, password gate, sidebar, navigation) and the
+chosen page; no computation here. The frame's parts live in ``pages/_shell.py`` so that a page
+reached before routing existed gets the same one (see ``require_app`` there)."""
 
-from pages import _common as ui
+from pages._shell import app_shell, routing
 
-page = ui.app_shell()
-with ui.routing():
+page = app_shell()
+with routing():
     page.run()

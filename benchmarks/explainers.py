@@ -17,8 +17,8 @@ from pathlib import Path
 
 from cxrxai import paths
 from cxrxai.bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
-from cxrxai.explain.stage import SWEEP
 from cxrxai.models.registry import load
+from cxrxai.pipeline.maps import SWEEP
 
 
 def main() -> None:

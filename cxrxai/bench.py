@@ -24,9 +24,9 @@ from .explain import explain
 from .explain._common import baseline_tensor
 from .explain.cam import densenet_cams
 from .explain.occlusion import grid_shape, occlusion_grid, pick_engine
-from .explain.stage import SWEEP
 from .models.registry import LoadedModel
 from .models.spec import preprocess
+from .pipeline.maps import SWEEP
 
 __all__ = ["bench_decoding", "bench_explainers", "bench_image", "bench_occlusion", "bench_predictions", "machine"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from .data.adapters.chexpert import TO_CHEXLOCALIZE
 from .data.masks import encode_rle
 from .errors import StoreError, UnknownNameError
-from .explain.stage import native_map
+from .explain import native_map
 from .metrics.localization import otsu_mask
 from .store import Store
 from .store._schema import METRIC_TABLES

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CxrxaiError
-from .explain import Cancelled, explain, occlusion_progressive
-from .explain._common import baseline_tensor
+from .explain import Cancelled, explain, get
 from .store import params_key
 
 __all__ = ["ChildError", "Job", "JobState", "LiveWorker", "explain_job"]
@@ -190,12 +189,13 @@ class LiveWorker:
 
 
 def _stages(model, image, target: int, method: str, params: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
-    if method == "occlusion":
-        p = {"patch": 32, "stride": 16, "baseline": "black", **params}
-        base = baseline_tensor(p["baseline"], image, model.spec)
-        yield from occlusion_progressive(model.module, image, target, base, patch=p["patch"], stride=p["stride"],
-                                         output=p.get("output", model.spec.explained_output), progress=progress,
-                                         cancel=cancelled, baseline_name=str(p["baseline"]))
+    """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
+    (occlusion: the coarse grid, then the fine one), else one final map."""
+    meth = get(method)
+    if meth.progressive is not None:
+        own = {"output": model.spec.explained_output} if "output" in meth.defaults else {}
+        full = {**meth.stored_defaults, **own, **meth.check(params)}
+        yield from meth.progressive(model, image, target, full, progress, cancelled)
     else:
         yield "final", explain(model, image, target, method, **params)
 

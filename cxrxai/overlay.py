@@ -12,9 +12,9 @@ import cv2
 import numpy as np
 
 from .errors import DataError, UnknownNameError
-from .explain.postprocess import minmax, positive, upsample
 from .labels import FINDINGS
 from .metrics.localization import otsu_mask
+from .postprocess import minmax, positive, upsample
 
 __all__ = [
     "COLORMAPS",

@@ -21,7 +21,7 @@ from .metrics import fairness, trust
 from .store import Store
 from .summaries import fill_command, model_performance, prediction_table
 
-__all__ = ["REPORTS", "Report", "localization_cases", "report_options", "run_report"]
+__all__ = ["REPORTS", "Report", "geometry_cases", "localization_cases", "report_options", "run_report"]
 
 
 @dataclass(frozen=True)
@@ -192,14 +192,21 @@ def explanation_auc_by_subgroup(store: Store, model_id: str, *, by: str = "sex",
     return fairness.metric_by_group(cases, metric, by)
 
 
+def geometry_cases(store: Store, model_id: str, *, method: str = "gradcam", dominant: str = "most_points"
+                   ) -> pd.DataFrame:
+    """Each scored positive case (reference reader) with its lesion's geometric features."""
+    geo = _need(store.table("geometry", reader="gt", dominant=dominant), store, "geometric features", "geometry")
+    cases = localization_cases(store, model_id, slice_="positive", method=method)
+    return cases.merge(geo[["image_id", "label", "instances", "size", "elongation", "irrectangularity"]],
+                       on=["image_id", "label"])
+
+
 def geometry_regressions(store: Store, model_id: str, *, method: str = "gradcam", normalize: str = "minmax",
                          dominant: str = "most_points", benchmark_reader: str | None = None) -> pd.DataFrame:
     """Saporta Table 1: IoU and hit ~ each geometric feature (pooled findings, positive slice),
     Bonferroni k = 4; with a second reader also the (benchmark − method) differences."""
-    geo = _need(store.table("geometry", reader="gt", dominant=dominant), store, "geometric features", "geometry")
-    cases = localization_cases(store, model_id, slice_="positive", method=method)
     feats = ["instances", "size", "elongation", "irrectangularity"]
-    df = cases.merge(geo[["image_id", "label", *feats]], on=["image_id", "label"])
+    df = geometry_cases(store, model_id, method=method, dominant=dominant)
     outcomes = ["iou", "hit"]
     loc = store.table("localization", model_id=model_id)
     readers = sorted(m for m in loc.method.unique() if m.startswith("reader:"))

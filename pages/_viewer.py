@@ -9,35 +9,42 @@ import numpy as np
 import streamlit as st
 
 from cxrxai import overlay
-from cxrxai.explain import METHODS, OcclusionGrid
+from cxrxai.explain import OcclusionGrid, get, method_names
 from cxrxai.live import JobState, explain_job
-from cxrxai.metrics.stage import score_map
+from cxrxai.metrics import registry as metrics
+from cxrxai.metrics.registry import score_map
 from cxrxai.models.spec import preprocess
 from pages import _common as ui
 
-#: What the panel lets a viewer change per method (everything else keeps the method's defaults).
-PATCHES = [8, 12, 16, 24, 32, 48, 64]
-BASELINES = ["black", "zero", "white"]
 POLL_S = 0.5  # how often a computing map refreshes its progress and partial result
 FIRST_WAIT_S = 0.8  # how long a rerun waits for a live job before it shows progress instead
 MAP_WIDTH_PX = 560  # the overlay at most this wide (narrower in side-by-side columns)
 
 
+def _offered(param, values: dict) -> tuple[list, object]:
+    """The values a control offers (bounded by ``at_most``) and its initial value (the default, or the nearest below)."""
+    options = list(param.control)
+    if param.at_most and values.get(param.at_most) is not None:
+        options = [v for v in options if v <= values[param.at_most]] or options[:1]
+    if param.default in options:
+        return options, param.default
+    lower = [v for v in options if not isinstance(v, str) and v <= (param.default or 0)]
+    return options, (lower[-1] if lower else options[0])
+
+
 def _controls(method: str, key) -> dict:
-    if method == "occlusion":
-        c1, c2, c3 = st.columns(3)
-        patch = c1.select_slider("Patch (px)", PATCHES, value=32, key=key("patch"))
-        strides = [s for s in (4, 8, 12, 16, 24, 32, 48, 64) if s <= patch]
-        stride = c2.select_slider("Stride (px)", strides, value=min(16, patch), key=key("stride"))
-        baseline = c3.radio("Baseline", BASELINES, horizontal=True, key=key("baseline"))
-        return {"patch": patch, "stride": stride, "baseline": baseline}
-    if method in ("ig", "xrai"):
-        return {"steps": st.select_slider("Integration steps", [8, 16, 25, 50, 100], value=50, key=key("steps"))}
-    if method == "smoothgrad":
-        return {"nt_samples": st.select_slider("Noisy samples", [5, 10, 25, 50], value=25, key=key("nt"))}
-    if method == "gradientshap":
-        return {"n_samples": st.select_slider("Samples", [5, 10, 20, 50], value=5, key=key("ns"))}
-    return {}
+    """One widget per parameter the registry marks as a viewer control (everything else keeps its default)."""
+    controls = get(method).controls
+    values: dict = {}
+    for col, param in zip(st.columns(len(controls)) if controls else [], controls):
+        options, initial = _offered(param, values)
+        label = param.label or param.name
+        if all(isinstance(v, str) for v in options):
+            values[param.name] = col.radio(label, options, index=options.index(initial), horizontal=True,
+                                           key=key(param.name), help=param.help)
+        else:
+            values[param.name] = col.select_slider(label, options, value=initial, key=key(param.name), help=param.help)
+    return values
 
 
 def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | None:
@@ -56,9 +63,11 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     models = store.models()["model_id"].tolist()
     c1, c2 = st.columns(2)
     chosen_model = c1.selectbox("Model", models, index=models.index(model_id), key=key("model"))
-    methods = list(METHODS)
-    method = c2.selectbox("Explainer", methods, index=methods.index("occlusion" if slot else "gradcam"),
-                          key=key("method"), help=METHODS[methods[0]].reference)
+    methods = method_names()
+    first = "occlusion" if slot and "occlusion" in methods else methods[0]
+    method = c2.selectbox("Explainer", methods, index=methods.index(first), key=key("method"),
+                          format_func=lambda m: get(m).title)
+    c2.caption(get(method).reference)
     params = _controls(method, key)
     d1, d2, d3 = st.columns(3)
     mode = d1.radio("Show", overlay.DISPLAY_MODES, horizontal=True, key=key("mode"))
@@ -100,10 +109,10 @@ def _map_view(store, model_id, case_id, label, method, params, mode, alpha, cmap
         return
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
     s = score_map(saliency, truth)
-    m1, m2, m3 = st.columns(3)
-    m1.metric("IoU (Otsu)", "—" if np.isnan(s["iou"]) else f"{s['iou']:.3f}")
-    m2.metric("Hit", "—" if np.isnan(s["hit"]) else ("yes" if s["hit"] else "no"))
-    m3.metric("AUC", "—" if np.isnan(s["roc_auc"]) else f"{s['roc_auc']:.3f}")
+    for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
+        metric, value = metrics.get(name), s[name]
+        shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
+        col.metric(metric.label, shown, help=f"{metric.help}; against the reference reader (gt). {metric.reference}")
     c1, c2 = st.columns(2)
     with c1:
         ui.download_png(rgb, f"{case_id}-{label}-{method}.png", key=f"png_{slot}")

@@ -29,8 +29,8 @@ if sweep is not None and not sweep.empty:
 
 st.subheader("Localization per finding (95% bootstrap CI)")
 c1, c2 = st.columns(2)
-metric = c1.radio("Metric", ["iou", "hit"], horizontal=True, key="loc_metric")
-method = c2.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="loc_method")
+metric = ui.metric_select(["iou", "hit"], key="loc_metric", container=c1, horizontal=True)
+method = ui.explainer_select(store, model_id, key="loc_method", container=c2)
 loc = ui.try_report(store, "localization", model_id, metric=metric, method=method)
 if loc is not None:
     st.dataframe(loc.round(3), hide_index=True)

@@ -8,7 +8,7 @@ from cxrxai import reports, stats, viz
 from pages import _common as ui
 
 store, model_id = ui.page("Geometry & confidence")
-method = st.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="geo_method")
+method = ui.explainer_select(store, model_id, key="geo_method")
 
 st.subheader("Localization ~ lesion geometry (single-feature OLS, Bonferroni k = 4)")
 norm = st.radio("Predictor normalization", ["minmax", "zscore"], horizontal=True, key="geo_norm",
@@ -17,12 +17,10 @@ reg = ui.try_report(store, "geometry", model_id, method=method, normalize=norm)
 if reg is not None and not reg.empty:
     st.dataframe(reg.round(4), hide_index=True)
     ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo")
-    cases = reports.localization_cases(store, model_id, slice_="positive", method=method)
-    geo = store.table("geometry", reader="gt", dominant="most_points")
-    df = cases.merge(geo, on=["image_id", "label"])
+    df = reports.geometry_cases(store, model_id, method=method)
     c1, c2 = st.columns(2)
     feature = c1.selectbox("Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature")
-    outcome = c2.radio("Outcome", ["iou", "hit"], horizontal=True, key="geo_outcome")
+    outcome = ui.metric_select(["iou", "hit"], key="geo_outcome", container=c2, label="Outcome", horizontal=True)
     event = ui.chart(viz.regression_scatter(df, feature, outcome, line=stats.ols_line(df, outcome, feature)),
                      key="geo_scatter", select=True)
     picked = ui.selected_points(event)
@@ -33,8 +31,8 @@ if reg is not None and not reg.empty:
         st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
-metric = st.radio("Localization", ["iou_gated", "iou_full", "hit"], horizontal=True, key="conf_metric",
-                  help="full dataset (Saporta Table 2): maps of every precomputed image, negatives score 0 when segmented")
+metric = ui.metric_select(["iou_gated", "iou_full", "hit"], key="conf_metric", label="Localization (full dataset, "
+                          "Saporta Table 2: every precomputed image; negatives score 0 when segmented)", horizontal=True)
 conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
 if conf is not None and not conf.empty:
     st.dataframe(conf.round(3), hide_index=True)

@@ -42,9 +42,8 @@ if under is not None:
 
 st.subheader("Explanation quality by subgroup")
 c1, c2 = st.columns(2)
-method = c1.selectbox("Explainer", ["gradcam", "gradcam++", "occlusion", "ig", "gradientshap"], key="sub_method",
-                      help="Grad-CAM and Grad-CAM++ cover every precomputed case; the costlier explainers a sample")
-metric = c2.selectbox("Metric", ["roc_auc", "iou", "hit"], key="sub_metric")
+method = ui.explainer_select(store, model_id, key="sub_method", container=c1)
+metric = ui.metric_select(["roc_auc", "iou", "hit"], key="sub_metric", container=c2)
 expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=by if len(by) == 1 else "sex", method=method,
                      metric=metric)
 if expl is not None and not expl.empty:

@@ -41,10 +41,10 @@ def tiny_model_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_full_store(tmp_path_factory, tiny_model_path) -> Path:
     """The whole demo build (maps, sweep, metrics, trust, fidelity) on the tiny cohort and model."""
-    from cxrxai.explain.stage import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
-    from cxrxai.metrics.model_stages import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
-    from cxrxai.metrics.stage import baseline_stage, geometry_stage, localization_stage, reader_stage
     from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
+    from cxrxai.pipeline.maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
+    from cxrxai.pipeline.scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
+    from cxrxai.pipeline.trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
     plan = MapPlan(maps=(MapConfig("gradientshap", {"baseline": "black", "n_samples": 2, "stdevs": 0.0, "seed": 0,
                                                     "output": "logit", "reduce": "sum"}, per_label=1),

@@ -10,7 +10,7 @@ import pytest
 
 from cxrxai.cli import main
 from cxrxai.errors import UnknownNameError
-from cxrxai.explain.stage import native_map
+from cxrxai.explain import native_map
 from cxrxai.reports import REPORTS, run_report
 from cxrxai.store import open_store
 

@@ -62,7 +62,12 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-name", default=None, help="model id in the store (default: the checkpoint's file name)")
     p.add_argument("--trust-pickle", action="store_true",
                    help="ARCH:CHECKPOINT is a whole pickled model: loading it runs code from the file (only files you trust)")
-    p.add_argument("--explainers", default="gradcam,gradcam++", help="comma-separated explainers")
+    from ..explain import method_names
+
+    p.add_argument("--explainers", default="gradcam,gradcam++",
+                   help=f"comma-separated, any of: {', '.join(method_names())} (cheap ones — "
+                        f"{', '.join(method_names(cost='cheap'))} — for every image × label, the others on "
+                        "--per-label positives)")
     p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
     p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
     p.add_argument("--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)")

@@ -16,7 +16,11 @@ from . import _load_model, _param, command
 def _add_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", required=True, help="an image id of --store, or a PNG/JPEG file")
     p.add_argument("--label", required=True, help="label to explain (one of the model's labels)")
-    p.add_argument("--method", required=True, help="explainer (gradcam, gradcam++, ig, occlusion, ...)")
+    from ..explain import METHODS
+
+    p.add_argument("--method", required=True, help="explainer and the parameters --param sets: " + "; ".join(
+        f"{m.name} ({', '.join(q.name for q in m.params if not q.runtime and (q.type is not object or q.choices))})"
+        for m in METHODS.values()))
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="explainer parameter, repeatable (e.g. --param patch=32 --param stride=16)")
     p.add_argument("--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)")
@@ -30,7 +34,7 @@ def _explain(args) -> int:
 
     from ..data.cases import case_image
     from ..data.io import read_image
-    from ..explain import METHODS, explain
+    from ..explain import explain, get
     from ..models.spec import preprocess
     from ..store import open_store
 
@@ -48,7 +52,7 @@ def _explain(args) -> int:
     m = explain(model, x, model.spec.label_index(args.label), args.method, **params)
     seconds = time.perf_counter() - t
     np.save(args.out, m)
-    resolved = {k: v for k, v in {**METHODS[args.method].defaults, **params}.items() if k not in ("progress", "cancel")}
+    resolved = {**get(args.method).stored_defaults, **params}
     print(json.dumps({"image": args.image, "label": args.label, "method": args.method, "params": resolved,
                       "model": model.spec.name, "device": model.device.type, "shape": list(m.shape),
                       "seconds": round(seconds, 4), "out": str(args.out)}, indent=1, default=str))
@@ -69,7 +73,7 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
 @command("bench", "time explainers against Captum's defaults on this machine (occlusion grid of the thesis)", _add_bench)
 def _bench(args) -> int:
     from ..bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
-    from ..explain.stage import SWEEP
+    from ..pipeline.maps import SWEEP
 
     model = _load_model(args.model)
     settings = SWEEP if not args.settings else [tuple(int(v) for v in s.split("/")) for s in args.settings.split(",")]
@@ -105,7 +109,7 @@ def _score(args) -> int:
     from ..data.masks import box_mask
     from ..errors import DataError
     from ..metrics.geometry import features
-    from ..metrics.stage import score_map
+    from ..metrics.registry import score_map
 
     m = np.load(args.map)
     if args.mask is not None:

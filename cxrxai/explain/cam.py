@@ -9,7 +9,7 @@
   2 g² + Σ_ab A_kab g_kab³, which differs when g varies over the map.
 
 Both return the *raw, signed* map at the layer's resolution; ReLU is a separate step
-(:func:`cxrxai.explain.postprocess.positive`) unless ``relu=True``.
+(:func:`cxrxai.postprocess.positive`) unless ``relu=True``.
 
 DenseNet's ``forward`` applies ``F.relu(..., inplace=True)`` to the ``features.norm5`` output.
 The forward hook here keeps the pre-ReLU activation and hands the rest of the network a clone,

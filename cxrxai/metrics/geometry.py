@@ -18,7 +18,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..errors import MetricError, UnknownNameError
+from ..errors import UnknownNameError
+from ..validate import as_mask
 
 __all__ = ["DOMINANT", "features"]
 
@@ -37,11 +38,7 @@ def features(mask, *, instances: int | None = None, dominant: str = "most_points
     """
     if dominant not in DOMINANT:
         raise UnknownNameError("dominant instance rule", dominant, DOMINANT)
-    m = np.asarray(mask)
-    if m.ndim != 2:
-        raise MetricError(f"mask must be 2-D, got shape {m.shape}")
-    if m.dtype != bool and not np.isin(m, (0, 1)).all():
-        raise MetricError("mask must be binary (0/1 or bool)")
+    m = as_mask(mask)
     u8 = m.astype(np.uint8)
     size = float(u8.sum() / u8.size)
     if not u8.any():

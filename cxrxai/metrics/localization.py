@@ -23,7 +23,8 @@ from sklearn.metrics import auc as trapezoid_auc
 from sklearn.metrics import confusion_matrix_at_thresholds
 
 from ..errors import MetricError, UnknownNameError
-from ..explain.postprocess import minmax, upsample
+from ..postprocess import minmax, upsample
+from ..validate import as_map, as_mask, same_shape
 
 __all__ = [
     "IOU_CONVENTIONS",
@@ -58,29 +59,7 @@ PROBABILITY_CUTOFFS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 # --------------------------------------------------------------------------- checks
 
-def _map(m, name: str = "saliency map") -> np.ndarray:
-    arr = np.asarray(m, dtype=np.float64)
-    if arr.ndim != 2:
-        raise MetricError(f"{name} must be 2-D, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise MetricError(f"{name} contains NaN or infinite values")
-    return arr
-
-
-def _mask(m, name: str = "mask") -> np.ndarray:
-    arr = np.asarray(m)
-    if arr.ndim != 2:
-        raise MetricError(f"{name} must be 2-D, got shape {arr.shape}")
-    if arr.dtype != bool:
-        if not np.isin(arr, (0, 1)).all():
-            raise MetricError(f"{name} must be binary (0/1 or bool)")
-        arr = arr.astype(bool)
-    return arr
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> None:
-    if a.shape != b.shape:
-        raise MetricError(f"shape mismatch: {a.shape} vs {b.shape}; upsample the map to the mask first")
+_map, _mask, _same = as_map, as_mask, same_shape
 
 
 def _prepare(saliency, size: tuple[int, int] | None) -> np.ndarray:

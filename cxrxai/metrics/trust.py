@@ -28,7 +28,7 @@ from scipy import stats as sps
 from skimage.metrics import structural_similarity
 
 from ..errors import MetricError
-from ..explain.postprocess import minmax, percentile_clip
+from ..postprocess import minmax, percentile_clip
 
 __all__ = [
     "DENSENET_ORDER",

@@ -79,10 +79,9 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
     gen = torch.Generator().manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = build(config.arch, len(spec.labels)).to(device, memory_format=torch.channels_last)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train_idx) / config.batch_size)
     total = steps_per_epoch * sum(e for _, e in config.schedule)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine_with_warmup(config.warmup_steps, total))
+    opt, sched = _optimizer(model, config, total)
     y_all = torch.from_numpy(labels.astype(np.float32))
     history, best, best_state, step, epoch = [], -1.0, None, 0, 0
     started = time.monotonic()
@@ -95,16 +94,8 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
             for b in range(steps_per_epoch):
                 idx = np.sort(order[b * config.batch_size:(b + 1) * config.batch_size])
                 x = _augment(_to_unit(images, idx), resolution, gen).to(device, memory_format=torch.channels_last)
-                x = _normalize(x, spec)
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.mixed_precision):
-                    logits = model(x)
-                loss = F.binary_cross_entropy_with_logits(logits.float(), y_all[idx].to(device))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
+                losses.append(_step(model, opt, sched, _normalize(x, spec), y_all[idx].to(device), config))
                 step += 1
-                losses.append(float(loss.detach()))
                 if progress:
                     progress(Progress(epoch, step, total, float(np.mean(losses[-20:])), resolution))
                 if config.max_minutes and (time.monotonic() - started) / 60 > config.max_minutes:
@@ -114,10 +105,8 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
             record = {"epoch": epoch, "resolution": resolution, "loss": float(np.mean(losses)),
                       "minutes": round((time.monotonic() - started) / 60, 2)}
             if last_stage or out_of_time or epoch == sum(e for _, e in config.schedule[:1]) - 1:
-                val = _evaluate(model, images, labels, val_idx, spec, device)
-                record["val_auroc"] = val
-                if val > best:
-                    best, best_state = val, {k: v.detach().clone() for k, v in model.state_dict().items()}
+                record["val_auroc"] = val = _evaluate(model, images, labels, val_idx, spec, device)
+                best, best_state = _keep_best(model, val, best, best_state)
                 if progress:
                     progress(Progress(epoch, step, total, record["loss"], resolution, val))
             history.append(record)
@@ -130,6 +119,31 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
         model.load_state_dict(best_state)
     model.eval()
     return LoadedModel(model, spec, device), history
+
+
+def _optimizer(model, config: TrainConfig, total: int):
+    """AdamW with a cosine schedule after linear warm-up over ``total`` steps."""
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, _cosine_with_warmup(config.warmup_steps, total))
+
+
+def _keep_best(model, val: float, best: float, best_state: dict | None) -> tuple[float, dict | None]:
+    """The best validation AUROC so far and a copy of the weights that reached it."""
+    if val > best:
+        return val, {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return best, best_state
+
+
+def _step(model, opt, sched, x: torch.Tensor, y: torch.Tensor, config: TrainConfig) -> float:
+    """One optimisation step (bf16 autocast when asked); returns the batch loss."""
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=config.mixed_precision):
+        logits = model(x)
+    loss = F.binary_cross_entropy_with_logits(logits.float(), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    sched.step()
+    return float(loss.detach())
 
 
 def _cosine_with_warmup(warmup: int, total: int) -> Callable[[int], float]:

@@ -259,8 +259,12 @@ class StoreWriter(Queries):
             raise StoreError(f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}")
         if table == "problems":
             return self.put_problems(df)
-        columns = [c for c in self._table_columns(table) if c in df.columns]
-        return self._upsert(table, df, columns)
+        known = self._table_columns(table)
+        unknown = [c for c in df.columns if c not in known]
+        if unknown:
+            raise StoreError(f"{table} has no column(s) {unknown}; its columns: {known}. A new metric needs its "
+                             "column in the schema (cxrxai/store/_schema.py) — nothing was written")
+        return self._upsert(table, df, [c for c in known if c in df.columns])
 
     def put_problems(self, df: pd.DataFrame) -> int:
         """Append problem rows (dataset, stage, file, row, image_id, problem) that are not stored

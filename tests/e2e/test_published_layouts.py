@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from cxrxai.cli import main
 from cxrxai.data.adapters.nih import NIH_LABELS
 from cxrxai.errors import StoreError
-from cxrxai.metrics.stage import score_map
+from cxrxai.metrics.registry import score_map
 from cxrxai.reports import REPORTS, run_report
 from cxrxai.store import open_store
 

@@ -94,19 +94,7 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
     if uncertain not in UNCERTAIN_POLICIES:
         raise UnknownNameError("uncertain-label policy", uncertain, UNCERTAIN_POLICIES)
     problems = Problems(strict)
-    frames = []
-    for name in files:
-        path = root / name if not Path(name).is_absolute() else Path(name)
-        if not path.is_file():
-            continue
-        df = read_csv(path)
-        require(df, ["Path"], path)
-        df["_split"] = _SPLIT_OF_FILE.get(path.name, "train")
-        df["_file"] = str(path)
-        frames.append(df)
-    if not frames:
-        raise DataError(f"none of {list(files)} found in {root}")
-    df = pd.concat(frames, ignore_index=True)
+    df = _read_lists(root, files)
     labels = [c for c in CHEXPERT_LABELS if c in df.columns]
     if not labels:
         raise DataError(f"{root}: no CheXpert label columns; expected some of {CHEXPERT_LABELS}")
@@ -139,6 +127,23 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
         annotations=annotations[~annotations.image_id.isin(bad)] if len(annotations) else annotations,
         problems=problems.frame(), config={"uncertain": uncertain},
     )
+
+
+def _read_lists(root: Path, files) -> pd.DataFrame:
+    """The CSVs of ``files`` that exist, concatenated, each row with its split and source file."""
+    frames = []
+    for name in files:
+        path = root / name if not Path(name).is_absolute() else Path(name)
+        if not path.is_file():
+            continue
+        df = read_csv(path)
+        require(df, ["Path"], path)
+        df["_split"] = _SPLIT_OF_FILE.get(path.name, "train")
+        df["_file"] = str(path)
+        frames.append(df)
+    if not frames:
+        raise DataError(f"none of {list(files)} found in {root}")
+    return pd.concat(frames, ignore_index=True)
 
 
 def _chexlocalize(folder: Path, known: set[str], problems: Problems) -> tuple[pd.DataFrame, dict]:

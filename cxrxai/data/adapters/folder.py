@@ -62,24 +62,28 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
         "width": np.nan, "height": np.nan,
     })
-    annotations = pd.DataFrame()
-    if boxes_csv:
-        b = read_csv(boxes_csv)
-        key = "image_id" if "image_id" in b else "path"
-        require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
-        # Edges are checked against each decoded image by the precompute (clipped or dropped there).
-        unknown = ~b[key].astype(str).isin(set(ids))
-        flat = ~unknown & ((b.w <= 0) | (b.h <= 0))
-        for i in b.index[unknown | flat]:
-            what = "box of an image not in the CSV" if unknown[i] else f"box with no area (w {b.at[i, 'w']}, h {b.at[i, 'h']})"
-            problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), what, action="annotation skipped")
-        bad = unknown | flat
-        b = b[~bad]
-        annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
-                                    "x": b.x, "y": b.y, "w": b.w, "h": b.h})
-        annotations["instance"] = annotations.groupby(["image_id", "label"]).cumcount()
+    annotations = _boxes(boxes_csv, ids, problems) if boxes_csv else pd.DataFrame()
     keep = ~images.image_id.isin(problems.skipped())
     return DatasetTables(name=name, source=f"folder {root}", root=root, label_names=names,
                          images=with_age_bins(images[keep].reset_index(drop=True)),
                          labels=long_labels(images.image_id[keep], matrix[keep.to_numpy()], names),
                          annotations=annotations, problems=problems.frame())
+
+
+def _boxes(boxes_csv, ids: pd.Series, problems: Problems) -> pd.DataFrame:
+    """The boxes CSV (``image_id`` or ``path``, label, x, y, w, h) as annotations; a box of an
+    unknown image or with no area is a problem row. Edges are checked against each decoded image
+    by the precompute (clipped or dropped there)."""
+    b = read_csv(boxes_csv)
+    key = "image_id" if "image_id" in b else "path"
+    require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
+    unknown = ~b[key].astype(str).isin(set(ids))
+    flat = ~unknown & ((b.w <= 0) | (b.h <= 0))
+    for i in b.index[unknown | flat]:
+        what = "box of an image not in the CSV" if unknown[i] else f"box with no area (w {b.at[i, 'w']}, h {b.at[i, 'h']})"
+        problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), what, action="annotation skipped")
+    b = b[~(unknown | flat)]
+    annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
+                                "x": b.x, "y": b.y, "w": b.w, "h": b.h})
+    annotations["instance"] = annotations.groupby(["image_id", "label"]).cumcount()
+    return annotations

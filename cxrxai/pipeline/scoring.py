@@ -19,45 +19,20 @@ import pandas as pd
 from ..data.cases import case_masks
 from ..data.demo import SHORTCUT_READER
 from ..errors import DataError
-from ..explain import postprocess
-from ..explain.stage import native_map
+from ..explain import native_map
 from ..labels import NO_FINDING
-from ..store import params_key
-from . import geometry
-from .localization import (
-    coarse_pointing_game,
+from ..metrics import geometry
+from ..metrics.localization import (
     iou,
-    otsu_mask,
-    pointing_game,
     points_hit,
-    probability_gate,
-    ranking_metrics,
 )
+from ..metrics.registry import score_map
+from ..store import params_key
 
 __all__ = ["BASELINES", "REFERENCE", "average_masks", "baseline_stage", "geometry_stage", "image_sizes", "localization_stage",
-           "reader_stage", "score_map", "truth_by_case"]
+           "reader_stage", "truth_by_case"]
 
 BASELINES = ("average_mask", "random")
-
-
-def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None, threshold: float | None = None
-              ) -> dict:
-    """All localization metrics of one map against one mask (see the module docstring)."""
-    pos = postprocess.positive(native)
-    up = postprocess.upsample(pos, truth.shape)
-    pred = otsu_mask(up)
-    has_gt = bool(truth.any())
-    gated = probability_gate(pred, prob, threshold) if prob is not None and threshold is not None else pred
-    out = {
-        "gt_positive": has_gt, "iou": iou(pred, truth), "iou_full": iou(pred, truth, convention="full"),
-        "iou_gated": iou(gated, truth, convention="full"), "pred_area": float(pred.mean()),
-        "gt_area": float(truth.mean()),
-    }
-    if has_gt:
-        out.update(hit=pointing_game(up, truth), pla=coarse_pointing_game(pos, truth), **ranking_metrics(up, truth))
-    else:
-        out.update(hit=np.nan, pla=np.nan, roc_auc=np.nan, pr_auc=np.nan, ap=np.nan)
-    return out
 
 
 #: The reference standard's reader name; other readers are second readers (human benchmarks).

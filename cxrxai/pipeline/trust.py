@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..explain import explain
+from ..explain import explain, native_map
 from ..explain._common import baseline_tensor
-from ..explain.postprocess import positive, upsample
-from ..explain.stage import available, native_map, positive_pairs
+from ..metrics import fidelity, trust
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
-from . import fidelity, trust
+from ..postprocess import positive, upsample
+from .maps import available, positive_pairs
 
 __all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_stage", "trust_map", "trust_stage"]
 

@@ -16,18 +16,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ExplainerError
+from .errors import ExplainerError
+from .validate import as_map
 
 __all__ = ["absolute", "ensemble", "minmax", "percentile_clip", "positive", "to_image", "upsample"]
 
 
 def _check(m) -> np.ndarray:
-    arr = np.asarray(m, dtype=np.float32)
-    if arr.ndim != 2:
-        raise ExplainerError(f"a saliency map must be 2-D, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ExplainerError("the saliency map contains NaN or infinite values")
-    return arr
+    return as_map(m, error=ExplainerError, dtype=np.float32)
 
 
 def upsample(m, size: tuple[int, int]) -> np.ndarray:

@@ -10,24 +10,26 @@ cheap and computed for every image × finding (negatives too, for the full-datas
 the costly methods take a deterministic sample of positive pairs per label
 (``MapPlan``), because a 2-core CPU cannot do IG and occlusion for hundreds of cases in the
 demo's ten-minute budget — ``python -m cxrxai demo --full`` lifts the sampling.
+
+The plan comes from the explainer registry (:mod:`cxrxai.explain.registry`): ``cost="cheap"``
+methods are stored for every image × finding (through their ``all_labels`` closed form when the
+model allows it), ``costly`` ones for ``plan_per_label`` positives per finding, each with its
+stored parameters (every non-runtime parameter at its default unless the plan says otherwise).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
+from ..explain import explain_batch, get, method_names, native_map
 from ..labels import NO_FINDING
 from ..models.spec import preprocess
-from ..store import StoredMap, params_key
-from . import explain_batch
-from ._common import baseline_tensor
-from .cam import densenet_cams, is_densenet_head
-from .occlusion import occlusion_grid, rebuild_map
+from ..store import params_key
 
 __all__ = [
     "DEMO_PLAN",
@@ -39,6 +41,9 @@ __all__ = [
     "default_config",
     "maps_stage",
     "native_map",
+    "planned",
+    "resolved_params",
+    "store_values",
     "positive_pairs",
     "sweep_stage",
 ]
@@ -55,17 +60,25 @@ class MapConfig:
 SWEEP = ((32, 32), (32, 16), (16, 16), (16, 8), (8, 8))
 
 
+def planned(method: str, per_label: int | None = None) -> MapConfig:
+    """A method's stored-map configuration: its stored parameters at their defaults (occlusion: the
+    thesis's 32/16 with a black baseline), on ``per_label`` positives per finding (``None``: all)."""
+    return MapConfig(method, get(method).stored_defaults, per_label)
+
+
+def _costly_defaults() -> tuple[MapConfig, ...]:
+    return tuple(planned(m, get(m).plan_per_label) for m in method_names(cost="costly")
+                 if get(m).plan_per_label is not None)
+
+
 @dataclass(frozen=True)
 class MapPlan:
+    """Which maps a build stores: ``cams`` (cheap methods) for every image × finding of ``split``,
+    ``maps`` for samples of positives, the occlusion ``sweep`` on one set of ``sweep_cases`` positives."""
+
     split: str | None = "test"  # None: every image of the dataset
-    cams: tuple[str, ...] = ("gradcam", "gradcam++")
-    maps: tuple[MapConfig, ...] = (
-        MapConfig("gradientshap", {"baseline": "black", "n_samples": 5, "stdevs": 0.0, "seed": 0, "output": "logit",
-                                   "reduce": "sum"}, per_label=4),
-        MapConfig("ig", {"baseline": "black", "steps": 50, "integration": "gausslegendre", "output": "logit",
-                         "reduce": "sum"}, per_label=1),
-        MapConfig("occlusion", {"patch": 32, "stride": 16, "baseline": "black", "output": "logit"}, per_label=1),
-    )
+    cams: tuple[str, ...] = field(default_factory=lambda: tuple(method_names(cost="cheap")))
+    maps: tuple[MapConfig, ...] = field(default_factory=_costly_defaults)
     sweep: tuple[tuple[int, int], ...] = SWEEP
     sweep_cases: int = 1
     seed: int = 0
@@ -77,23 +90,7 @@ class MapPlan:
 
 
 DEMO_PLAN = MapPlan()
-
-
-def default_config(method: str, per_label: int | None = None) -> MapConfig:
-    """A method's stored-map configuration: the demo plan's when it has one, else the method's
-    defaults (occlusion: the thesis's 32/16 with a black baseline)."""
-    for cfg in DEMO_PLAN.maps:
-        if cfg.method == method:
-            return MapConfig(method, cfg.params, per_label)
-    return MapConfig(method, {}, per_label)
-
-
-def native_map(stored: StoredMap) -> np.ndarray:
-    """A stored map at its native resolution; occlusion grids are rebuilt per pixel exactly."""
-    if stored.kind == "occlusion_grid":
-        p = stored.params
-        return rebuild_map(stored.values, int(p["patch"]), int(p["stride"]), int(p["height"]), int(p["width"]))
-    return stored.values
+default_config = planned
 
 
 def positive_pairs(writer, dataset: str, split: str | None, labels, *, positive_only: bool = True) -> pd.DataFrame:
@@ -122,14 +119,27 @@ def _sample(pairs: pd.DataFrame, per_label: int | None, seed: int) -> pd.DataFra
 
 
 def resolved_params(method: str, params: dict, model) -> dict:
-    """Stored parameters: CAM layer from the model spec, image geometry for occlusion grids."""
-    out = dict(params)
-    if method in ("gradcam", "gradcam++"):
-        out.setdefault("layer", model.spec.cam_layer)
-        out.setdefault("output", "logit")
-    if method == "occlusion":
+    """Stored parameters: the method's stored defaults updated by ``params``, the CAM layer from
+    the model spec, and the input geometry for occlusion grids (needed to rebuild them)."""
+    meth = get(method)
+    out = {**meth.stored_defaults, **meth.check(params)}
+    if meth.layer and out.get("layer") is None:
+        out["layer"] = model.spec.cam_layer
+    if meth.kind == "occlusion_grid":
         out.update(height=model.spec.input_size, width=model.spec.input_size)
     return out
+
+
+def _compute_params(method: str, stored: dict) -> dict:
+    return {k: v for k, v in stored.items() if k in get(method).defaults}
+
+
+def store_values(model, x: torch.Tensor, target: int, method: str, stored: dict) -> tuple[np.ndarray, str]:
+    """The native values a build stores for one (image, target) and their kind (see the registry's ``store``)."""
+    meth, params = get(method), _compute_params(method, stored)
+    if meth.store is not None:
+        return meth.store(model, x, target, params)
+    return explain_batch(model, x, [target], method, **params)[0], meth.kind
 
 
 def _missing(writer, model_id: str, method: str, key: str, pairs: pd.DataFrame) -> pd.DataFrame:
@@ -147,48 +157,61 @@ def _row(model, image_id, label, method, params, kind, values, seconds):
 
 
 def cam_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
-    """Grad-CAM and Grad-CAM++ for every image × finding of the split (positives and negatives, so
-    the full-dataset conventions can be scored); closed form for DenseNet: one forward per image."""
+    """The cheap methods (Grad-CAM, Grad-CAM++) for every image × finding of the split (positives and
+    negatives, so the full-dataset conventions can be scored); one pass per image for all labels
+    where the method has a closed form for the model (DenseNet)."""
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels, positive_only=False))
     params = {m: resolved_params(m, {}, model) for m in plan.cams}
     todo = {m: _missing(ctx.writer, model.spec.name, m, params_key(params[m]), pairs) for m in plan.cams}
     images = sorted(set().union(*[set(t.image_id) for t in todo.values()]))
-    by_image = pairs.groupby("image_id")["label"].apply(list).to_dict()
-    closed_form = is_densenet_head(model.module) and all(p["layer"] == "features.norm5" for p in params.values())
+    wanted = {m: t.groupby("image_id")["label"].apply(list).to_dict() for m, t in todo.items()}
+    closed = {m: False for m in plan.cams}
     t0 = time.monotonic()
     for start in range(0, len(images), 16):
         ids = images[start:start + 16]
         x = _tensor(ctx, ids)
         rows = []
-        if closed_form:
-            t = time.perf_counter()
-            _, gc, gpp = densenet_cams(model.module, x)
-            per = (time.perf_counter() - t) / max(1, sum(len(by_image[i]) for i in ids))
-            maps = {"gradcam": gc, "gradcam++": gpp}
-            for n, image_id in enumerate(ids):
-                for label in by_image[image_id]:
-                    j = model.spec.label_index(label)
-                    rows += [_row(model, image_id, label, m, params[m], "cam", maps[m][n, j].numpy(), per)
-                             for m in plan.cams]
-        else:
-            for m in plan.cams:
-                for n, image_id in enumerate(ids):
-                    labs = by_image[image_id]
-                    t = time.perf_counter()
-                    out = explain_batch(model, x[n:n + 1].expand(len(labs), -1, -1, -1),
-                                        [model.spec.label_index(lab) for lab in labs], m, **params[m])
-                    per = (time.perf_counter() - t) / len(labs)
-                    rows += [_row(model, image_id, lab, m, params[m], "cam", out[k], per) for k, lab in enumerate(labs)]
+        for m in plan.cams:
+            got = _dense_maps(model, x, ids, m, params[m], wanted[m])
+            closed[m] = got.pop("closed_form")
+            rows += [_row(model, image_id, label, m, params[m], get(m).kind, values, per)
+                     for (image_id, label), (values, per) in got.items()]
         ctx.writer.put_maps(rows)
-        ctx.progress("Grad-CAM / Grad-CAM++", start + len(ids), len(images))
+        ctx.progress(" / ".join(get(m).title for m in plan.cams), start + len(ids), len(images))
         ctx.maybe_publish()
-    return {"images": len(images), "pairs": len(pairs), "closed_form": closed_form,
+    return {"images": len(images), "pairs": len(pairs), "closed_form": all(closed.values()) if closed else False,
             "seconds_per_image": round((time.monotonic() - t0) / max(1, len(images)), 3)}
 
 
+def _dense_maps(model, x: torch.Tensor, ids: list[str], method: str, stored: dict, wanted: dict) -> dict:
+    """{(image_id, label): (map, seconds)} of ``method`` for the wanted labels of each image in ``x``."""
+    meth, params = get(method), _compute_params(method, stored)
+    labels = {i: wanted.get(i, []) for i in ids}
+    n_maps = max(1, sum(len(v) for v in labels.values()))
+    t = time.perf_counter()
+    every = meth.all_labels(model, x, params) if meth.all_labels is not None else None
+    out: dict = {"closed_form": every is not None}
+    if every is not None:
+        per = (time.perf_counter() - t) / n_maps
+        for n, image_id in enumerate(ids):
+            for label in labels[image_id]:
+                out[image_id, label] = (every[n, model.spec.label_index(label)].numpy(), per)
+        return out
+    for n, image_id in enumerate(ids):
+        labs = labels[image_id]
+        if not labs:
+            continue
+        t = time.perf_counter()
+        maps = explain_batch(model, x[n:n + 1].expand(len(labs), -1, -1, -1),
+                             [model.spec.label_index(lab) for lab in labs], method, **params)
+        per = (time.perf_counter() - t) / len(labs)
+        out.update({(image_id, lab): (maps[k], per) for k, lab in enumerate(labs)})
+    return out
+
+
 def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
-    """The sampled costly methods: GradientSHAP, IG, occlusion (window grid)."""
+    """The sampled costly methods (GradientSHAP, IG, occlusion as its window grid, ...)."""
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
     report = {}
@@ -199,18 +222,11 @@ def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
         seconds = []
         for k, (image_id, label) in enumerate(todo.itertuples(index=False)):
             x = _tensor(ctx, [image_id])
-            target = model.spec.label_index(label)
             t = time.perf_counter()
-            if cfg.method == "occlusion":
-                grid = occlusion_grid(model.module, x, target, baseline_tensor(params["baseline"], x, model.spec),
-                                      patch=params["patch"], stride=params["stride"], output=params["output"],
-                                      baseline_name=params["baseline"])
-                values, kind = grid.scores, "occlusion_grid"
-            else:
-                values, kind = explain_batch(model, x, [target], cfg.method, **cfg.params)[0], "pixel"
+            values, kind = store_values(model, x, model.spec.label_index(label), cfg.method, params)
             seconds.append(time.perf_counter() - t)
             ctx.writer.put_maps([_row(model, image_id, label, cfg.method, params, kind, values, seconds[-1])])
-            ctx.progress(f"{cfg.method} maps", k + 1, len(todo))
+            ctx.progress(f"{get(cfg.method).title} maps", k + 1, len(todo))
             ctx.maybe_publish()
         report[cfg.method] = {"computed": len(todo), "sampled": len(chosen),
                               "seconds_per_map": round(float(np.mean(seconds)), 3) if seconds else None}
@@ -218,22 +234,21 @@ def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
 
 
 def sweep_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
-    """The thesis's occlusion patch/stride sweep (Table S4) on a few cases, with timings."""
+    """The thesis's occlusion patch/stride sweep (Table S4) on one set of cases shared by every setting, timed."""
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
     per_label = max(1, -(-plan.sweep_cases // max(1, pairs.label.nunique())))  # one fixed set shared by every setting
     cases = _sample(pairs, per_label, plan.seed).head(plan.sweep_cases)
     report = {}
     for patch, stride in plan.sweep:
-        params = resolved_params("occlusion", {"patch": patch, "stride": stride, "baseline": "black", "output": "logit"},
-                                 model)
+        params = resolved_params("occlusion", {"patch": patch, "stride": stride}, model)
         todo = _missing(ctx.writer, model.spec.name, "occlusion", params_key(params), cases)
         for image_id, label in todo.itertuples(index=False):
             x = _tensor(ctx, [image_id])
-            grid = occlusion_grid(model.module, x, model.spec.label_index(label),
-                                  baseline_tensor("black", x, model.spec), patch=patch, stride=stride)
-            ctx.writer.put_maps([_row(model, image_id, label, "occlusion", params, "occlusion_grid", grid.scores,
-                                      grid.seconds)])
+            t = time.perf_counter()
+            values, kind = store_values(model, x, model.spec.label_index(label), "occlusion", params)
+            ctx.writer.put_maps([_row(model, image_id, label, "occlusion", params, kind, values,
+                                      time.perf_counter() - t)])
             ctx.progress(f"occlusion sweep {patch}/{stride}", 1, 1)
             ctx.maybe_publish()
         report[f"{patch}/{stride}"] = len(todo)

@@ -1,0 +1,150 @@
+"""The localization metric registry: what each stored number is, how it is computed, which way is better.
+
+:func:`score_map` prepares one map against one mask once (positive part, bilinear upsampling to
+the mask, Otsu segmentation, the probability gate) and computes every registered
+:class:`Metric` from it; the localization stage stores the result, pages take each metric's
+label and explanation from here, and ranking/plots read ``higher_is_better``. Adding a metric is
+its function plus one :func:`register` call and its column in the ``localization`` table (the
+store refuses unknown columns); see "Add a metric" in the README.
+
+>>> import numpy as np
+>>> truth = np.zeros((4, 4), bool); truth[:2, :2] = True
+>>> heat = np.zeros((4, 4)); heat[:2, :2] = 1.0
+>>> s = score_map(heat, truth)
+>>> s["iou"], s["hit"], s["roc_auc"], s["gt_area"]
+(1.0, 1.0, 1.0, 0.25)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .. import postprocess
+from ..errors import MetricError, UnknownNameError
+from .localization import coarse_pointing_game, iou, otsu_mask, pointing_game, probability_gate, ranking_metrics
+
+__all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "get", "metric_names", "register", "score_map", "unregister"]
+
+CATEGORIES = ("overlap", "pointing", "ranking", "area")
+
+
+class Scored:
+    """One map against one mask, prepared once for every metric (lazy where costly)."""
+
+    def __init__(self, native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
+                 threshold: float | None = None):
+        self.native, self.truth = native, np.asarray(truth).astype(bool)
+        self.prob, self.threshold = prob, threshold
+        self.has_truth = bool(self.truth.any())
+
+    @cached_property
+    def positive(self) -> np.ndarray:
+        return postprocess.positive(self.native)
+
+    @cached_property
+    def upsampled(self) -> np.ndarray:
+        return postprocess.upsample(self.positive, self.truth.shape)
+
+    @cached_property
+    def segmentation(self) -> np.ndarray:
+        return otsu_mask(self.upsampled)
+
+    @cached_property
+    def gated(self) -> np.ndarray:
+        if self.prob is None or self.threshold is None:
+            return self.segmentation
+        return probability_gate(self.segmentation, self.prob, self.threshold)
+
+    @cached_property
+    def ranking(self) -> dict[str, float]:
+        return ranking_metrics(self.upsampled, self.truth)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A stored localization metric: ``compute(scored) -> float``; ``needs_truth`` metrics are NaN
+    when the mask is empty; ``higher_is_better`` is ``None`` for descriptive numbers (areas)."""
+
+    name: str
+    label: str
+    compute: Callable[[Scored], float] = field(repr=False)
+    category: str
+    help: str
+    reference: str
+    higher_is_better: bool | None = True
+    needs_truth: bool = True
+    conventions: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.category not in CATEGORIES:
+            raise UnknownNameError("metric category", self.category, CATEGORIES)
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric, *, replace: bool = False) -> Metric:
+    if metric.name in METRICS and not replace:
+        raise MetricError(f"a metric named {metric.name!r} is already registered")
+    METRICS[metric.name] = metric
+    return metric
+
+
+def unregister(name: str) -> None:
+    METRICS.pop(name, None)
+
+
+def get(name: str) -> Metric:
+    if name not in METRICS:
+        raise UnknownNameError("metric", name, METRICS)
+    return METRICS[name]
+
+
+def metric_names(*, category: str | None = None) -> list[str]:
+    return [m.name for m in METRICS.values() if category is None or m.category == category]
+
+
+def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None, threshold: float | None = None
+              ) -> dict:
+    """Every registered metric of one native map against one mask, plus ``gt_positive``."""
+    scored = Scored(native, truth, prob=prob, threshold=threshold)
+    out: dict = {"gt_positive": scored.has_truth}
+    for m in METRICS.values():
+        out[m.name] = float(m.compute(scored)) if scored.has_truth or not m.needs_truth else np.nan
+    return out
+
+
+SAPORTA = "Saporta et al., Nat. Mach. Intell. 2022, doi:10.1038/s42256-022-00536-x"
+THESIS = "Bel Bordes, explainability of chest X-ray classifiers (master's thesis, 2023)"
+ARUN = "Arun et al., Radiol. Artif. Intell. 2021, doi:10.1148/ryai.2021200267"
+
+for _m in (
+    Metric("iou", "IoU (Otsu)", lambda s: iou(s.segmentation, s.truth), "overlap",
+           "overlap of the Otsu segmentation with the ground truth (true-positive slice: NaN without a lesion)",
+           SAPORTA, needs_truth=False, conventions=("true_positive",)),
+    Metric("iou_full", "IoU (full)", lambda s: iou(s.segmentation, s.truth, convention="full"), "overlap",
+           "IoU scoring a segmentation without a lesion (or a lesion without a segmentation) 0", SAPORTA,
+           needs_truth=False, conventions=("full",)),
+    Metric("iou_gated", "IoU (gated)", lambda s: iou(s.gated, s.truth, convention="full"), "overlap",
+           "full IoU after emptying the segmentation when the probability is below the threshold", SAPORTA,
+           needs_truth=False, conventions=("full", "probability_gate")),
+    Metric("pred_area", "Segmented area", lambda s: float(s.segmentation.mean()), "area",
+           "fraction of the image the Otsu segmentation covers", SAPORTA, higher_is_better=None, needs_truth=False),
+    Metric("gt_area", "Lesion area", lambda s: float(s.truth.mean()), "area",
+           "fraction of the image the ground truth covers", SAPORTA, higher_is_better=None, needs_truth=False),
+    Metric("hit", "Hit", lambda s: pointing_game(s.upsampled, s.truth), "pointing",
+           "pointing game: 1 when the map's maximum lies inside the ground truth", SAPORTA),
+    Metric("pla", "PLA", lambda s: coarse_pointing_game(s.positive, s.truth), "pointing",
+           "the thesis's pointing game on the map's own grid (a cell touching the lesion counts)", THESIS),
+    Metric("roc_auc", "AUC", lambda s: s.ranking["roc_auc"], "ranking",
+           "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)", THESIS),
+    Metric("pr_auc", "PR AUC", lambda s: s.ranking["pr_auc"], "ranking",
+           "area under the pixel precision–recall curve (trapezoidal)", ARUN, conventions=("trapezoid",)),
+    Metric("ap", "Average precision", lambda s: s.ranking["ap"], "ranking",
+           "average precision of the pixel ranking", ARUN, conventions=("average_precision",)),
+):
+    register(_m)

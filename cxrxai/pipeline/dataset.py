@@ -1,0 +1,107 @@
+"""A real dataset's precompute: cases and decoded images, then predictions, maps and metrics."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from ..data.adapters._base import clip_boxes
+from ..data.decode import decode_images
+from ..errors import DataError, UnknownNameError
+from ..explain import get
+from ..models.registry import LoadedModel
+from ..store import write_store
+from .maps import MapPlan, cam_stage, maps_stage, planned, sweep_stage
+from .predict import predictions_stage, thresholds_stage
+from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
+from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
+from .trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+
+__all__ = ["ANALYSES", "build_dataset", "dataset_stages"]
+
+#: Optional analyses of a real-data precompute (``precompute --analyses``).
+ANALYSES = ("sweep", "trust", "fidelity")
+
+
+def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None = None, split: str | None = "test",
+                   analyses=(), cases: int = 30) -> list[Stage]:
+    """Stages of a real-data precompute: predictions, thresholds, maps of ``explainers`` (the registry's
+    cheap ones — CAMs — for every image × label; costly ones for ``per_label`` positive cases per label, or all) on ``split``
+    (``None``: every image), then the metrics: localization against the reference reader, the
+    second readers (human benchmark), Arun et al.'s average-mask and random baselines (when the
+    training split has masks), and lesion geometry — each image at its own size.
+
+    ``analyses`` adds any of :data:`ANALYSES` on ``cases`` positive cases: the thesis's occlusion
+    patch/stride sweep (one fixed set of cases shared by every setting), Arun et al.'s cascading
+    randomization (Grad-CAM, saliency, guided backprop) and the thesis's fidelity curves.
+    """
+    unknown = [a for a in analyses if a not in ANALYSES]
+    if unknown:
+        raise UnknownNameError("analysis", unknown[0], ANALYSES)
+    cams = tuple(m for m in explainers if get(m).cost == "cheap")
+    others = tuple(planned(m, per_label) for m in explainers if m not in cams)
+    plan = MapPlan(split=split, cams=cams, maps=others, sweep=(), sweep_cases=0)
+    stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)]
+    if cams:
+        stages.append(Stage("cams", lambda ctx: cam_stage(ctx, plan)))
+    if others:
+        stages.append(Stage("maps", lambda ctx: maps_stage(ctx, plan)))
+    return stages + [Stage("localization", localization_stage), Stage("second reader", reader_stage),
+                     Stage("baselines", lambda ctx: baseline_stage(ctx, split=split)), Stage("geometry", geometry_stage),
+                     *_analysis_stages(analyses, split, cases)]
+
+
+def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
+    out = []
+    if "sweep" in analyses:
+        plan = MapPlan(split=split, cams=(), maps=(), sweep_cases=cases)
+        out += [Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)), Stage("sweep scores", localization_stage)]
+    if "trust" in analyses:
+        out.append(Stage("trust", lambda ctx: trust_stage(ctx, TrustPlan(images=cases))))
+    if "fidelity" in analyses:
+        out.append(Stage("fidelity", lambda ctx: fidelity_stage(ctx, FidelityPlan(cases=cases))))
+    return out
+
+
+def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
+                  stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
+                  progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
+                  strict: bool = False) -> dict:
+    """Precompute a real dataset: cases (with the adapter's problems), decoded images of
+    ``split`` (an unreadable file is a problem row and the image is skipped; ``strict`` raises
+    on the first instead), boxes clipped to each decoded image, then ``stages`` with the model."""
+    report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
+    t0 = time.monotonic()
+    images = tables.images
+    chosen = images if split is None else images[images["split"] == split]
+    decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])), model.spec.input_size,
+                            cache_dir, workers=workers, progress=lambda d, n: progress("decode images", d, n))
+    if decoded.failures and strict:
+        raise DataError(decoded.failures[0][1])
+    heights = images["image_id"].map({i: h for i, (h, _) in decoded.sizes.items()})
+    widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
+    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]))
+    path_of = dict(zip(images["image_id"], images["path"]))
+    annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
+    problems = pd.concat([tables.problems.assign(stage="adapter"),
+                          pd.DataFrame([{"file": path_of.get(i), "image_id": i, "problem": f"{e}; image skipped",
+                                         "stage": "decode"} for i, e in decoded.failures]),
+                          clipped.assign(stage="decode")], ignore_index=True).assign(dataset=tables.name)
+    report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
+    with write_store(store_path, fresh=fresh) as writer:
+        writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
+                           description=tables.description, config=tables.config)
+        writer.put_images(images.assign(dataset=tables.name))
+        writer.put_labels(tables.labels)
+        if len(annotations):
+            writer.put_annotations(annotations)
+        report["new_problems"] = writer.put_problems(problems)
+        writer.put_model(model.spec, weights_path=model_path)
+        writer.publish()
+        ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
+                           options={"image_ids": decoded.image_ids, "split": split})
+        run_stages(ctx, stages, report)
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    return report

@@ -1,0 +1,120 @@
+"""The demo build: phantom cases with exact masks, the shipped model, then every stage of the papers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data.demo import DemoData, label_matrix, load_demo
+from ..data.phantom import PhantomConfig
+from ..data.second_reader import synthetic_reader
+from ..labels import DEMO_LABELS
+from ..models.registry import load
+from ..store import write_store
+from .maps import DEMO_PLAN, cam_stage, maps_stage, sweep_stage
+from .predict import predictions_stage, thresholds_stage
+from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
+from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
+from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+
+__all__ = ["DEMO_DATASET", "build_demo", "demo_stages"]
+
+DEMO_DATASET = "demo"
+
+
+def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    specs = data.specs
+    size = data.config.size
+    images = pd.DataFrame({
+        "image_id": [s.image_id for s in specs], "dataset": DEMO_DATASET, "path": None,
+        "generator_key": [s.to_json() for s in specs], "patient_id": [s.patient_id for s in specs],
+        "sex": [s.sex for s in specs], "age": [float(s.age) for s in specs],
+        "age_bin": [s.age_bin for s in specs], "view": [s.view for s in specs],
+        "split": [s.split for s in specs], "width": size, "height": size,
+    })
+    y = label_matrix(specs)
+    labels = pd.DataFrame({
+        "image_id": np.repeat(images["image_id"].to_numpy(), len(DEMO_LABELS)),
+        "label": np.tile(np.array(DEMO_LABELS, dtype=object), len(specs)),
+        "value": y.ravel().astype(int),
+    })
+    return images, labels
+
+
+def demo_stages(*, full: bool = False) -> list[Stage]:
+    """The demo build: predictions, thresholds, Grad-CAM/Grad-CAM++ for every test image × finding,
+    sampled GradientSHAP / IG / occlusion maps, the thesis's occlusion sweep, then the metric
+    stages (localization, baselines, geometry, trust, fidelity). ``full`` lifts the sampling."""
+    plan = DEMO_PLAN.full() if full else DEMO_PLAN
+    trust_plan = TrustPlan(images=30, methods=(*TrustPlan().methods, TRUST_IG)) if full else TrustPlan()
+    fidelity_plan = FidelityPlan(cases=40, methods=("gradcam", "occlusion")) if full else FidelityPlan()
+    return [
+        Stage("predictions", predictions_stage),
+        Stage("thresholds", thresholds_stage),
+        Stage("cams", lambda ctx: cam_stage(ctx, plan)),
+        Stage("maps", lambda ctx: maps_stage(ctx, plan)),
+        Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
+        Stage("localization", localization_stage),
+        Stage("second reader", reader_stage),
+        Stage("baselines", baseline_stage),
+        Stage("geometry", geometry_stage),
+        Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
+        Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
+    ]
+
+
+def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
+               config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
+               stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
+               prediction_cache: Path | None = None, write_prediction_cache: bool = False) -> dict:
+    """Build (or resume) the demo store: cases, model, then ``stages`` (default :func:`demo_stages`).
+
+    ``extra_models`` (weights files) are registered, used for repeatability/reproducibility, and
+    predicted on validation + test with their own thresholds.
+    """
+    config = config or PhantomConfig()
+    report: dict = {}
+    t0 = time.monotonic()
+    data = load_demo(config, data_dir, progress=lambda d, n: progress("render phantoms", d, n))
+    report["render_s"] = round(time.monotonic() - t0, 1)
+    model = load(model_path)
+    row_of = {s.image_id: i for i, s in enumerate(data.specs)}
+    with write_store(store_path, fresh=fresh) as writer:
+        if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
+            images, labels = _demo_tables(data)
+            writer.put_dataset(DEMO_DATASET, source="cxrxai phantom", labels=list(DEMO_LABELS),
+                               root=str(data_dir), config=json.loads(config.to_json()),
+                               description="Deterministic phantom chest radiographs with exact lesion masks")
+            writer.put_images(images)
+            writer.put_labels(labels)
+            writer.put_annotations(data.annotations)
+            writer.put_annotations(synthetic_reader(data.annotations[data.annotations.image_id.isin(
+                set(images.image_id[images.split == "test"]))]))
+            writer.publish()
+        writer.put_model(model.spec, weights_path=str(model_path))
+        others = [load(p) for p in extra_models]
+        for path, other in zip(extra_models, others):
+            writer.put_model(other.spec, weights_path=str(path))
+        options = {"trust_models": others, "prediction_cache": prediction_cache,
+                   "write_prediction_cache": write_prediction_cache}
+        ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
+                           load_images=lambda ids: data.images[[row_of[i] for i in ids]], progress=progress)
+        run_stages(ctx, stages if stages is not None else demo_stages(), report)
+        # The extra models also get predictions and thresholds on validation + test, so they can
+        # be compared with the main model on every page (their maps are recomputed live).
+        stored = writer.images(dataset=DEMO_DATASET)
+        eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
+        for other in others:
+            s0 = time.monotonic()
+            octx = BuildContext(writer, DEMO_DATASET, other, options={"image_ids": eval_ids},
+                                load_images=ctx.load_images, progress=progress)
+            report[f"model {other.spec.name}"] = {"predictions": predictions_stage(octx),
+                                                  "thresholds": thresholds_stage(octx),
+                                                  "seconds": round(time.monotonic() - s0, 1)}
+            writer.publish()
+    report["total_s"] = round(time.monotonic() - t0, 1)
+    return report

@@ -1,0 +1,128 @@
+"""Streamlit caches over the store and the models, keyed by the store path and its ``built_at``
+stamp, so a store republished by a running precompute is picked up on the next rerun."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from cxrxai import paths, reports, summaries
+from cxrxai.data.cases import case_image, case_masks
+from cxrxai.errors import CxrxaiError
+from cxrxai.explain import native_map
+from cxrxai.live import LiveWorker
+from cxrxai.models.registry import LoadedModel
+from cxrxai.models.spec import ModelSpec
+from cxrxai.models.stored import load_stored
+from cxrxai.store import Store, open_store
+
+__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model", "model_for", "model_performance", "report",
+           "store_path", "stored_map", "truth", "try_report", "version", "worker"]
+
+STORE_KEY = "store_path"
+
+
+# --------------------------------------------------------------------------- store
+@st.cache_resource(show_spinner=False)
+def _open(path: str) -> Store:
+    return open_store(path)
+
+
+def store_path() -> str:
+    if STORE_KEY not in st.session_state:
+        st.session_state[STORE_KEY] = os.environ.get("CXRXAI_STORE", str(paths.demo_store()))
+    return st.session_state[STORE_KEY]
+
+
+def current_store() -> Store | None:
+    """The selected store, refreshed if a precompute published a new version; None with an error shown."""
+    path = store_path()
+    try:
+        store = _open(path)
+        store.refresh()
+        return store
+    except CxrxaiError as err:
+        _open.clear()
+        st.error(f"{err}")
+        st.info("Build the demo store with `make app` (or `python -m cxrxai demo`), or pick another store in the sidebar.")
+        return None
+
+
+def version(store: Store) -> str:
+    """Cache key part that changes whenever the store is republished."""
+    return store.meta("built_at") or ""
+
+
+# --------------------------------------------------------------------------- cached reads
+@st.cache_data(show_spinner="Computing…", max_entries=64)
+def report(path: str, built_at: str, name: str, model_id: str, **options) -> pd.DataFrame:
+    return reports.run_report(_open(path), name, model_id, **options)
+
+
+def try_report(store: Store, name: str, model_id: str, **options) -> pd.DataFrame | None:
+    """A report, or None with an explanation of which command fills its data."""
+    try:
+        return report(str(store.path), version(store), name, model_id, **options)
+    except CxrxaiError as err:
+        st.info(str(err))
+        return None
+
+
+@st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)
+def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd.DataFrame:
+    return summaries.model_performance(_open(path), model_id, split=split)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def case_table(path: str, built_at: str, model_id: str, method: str | None = None,
+               params_key: str | None = None) -> pd.DataFrame:
+    return summaries.case_table(_open(path), model_id, method=method, params_key=params_key)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def image(path: str, built_at: str, image_id: str) -> np.ndarray:
+    store = _open(path)
+    row = store.image(image_id)
+    ds = store.datasets().set_index("dataset").loc[row["dataset"]].to_dict()
+    return case_image(row, ds)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def truth(path: str, built_at: str, image_id: str) -> dict:
+    store = _open(path)
+    row = store.image(image_id)
+    ann = store.annotations(image_id=image_id)
+    boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
+    return {"masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))), "boxes": boxes}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def stored_map(path: str, built_at: str, model_id: str, image_id: str, label: str, method: str,
+               params_key: str) -> np.ndarray | None:
+    m = _open(path).get_map(model_id, image_id, label, method, params_key)
+    return None if m is None else native_map(m)
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def model(spec_json: str, weights_path: str | None) -> LoadedModel:
+    return load_stored(ModelSpec.from_json(spec_json), weights_path)
+
+
+def model_for(store: Store, model_id: str) -> LoadedModel | None:
+    """The store's model ``model_id`` for live maps, or None with a warning saying why not."""
+    row = store.models().set_index("model_id").loc[model_id]
+    try:
+        return model(str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"]))
+    except CxrxaiError as err:
+        st.warning(f"Live recomputation is off: {err}")
+        return None
+
+
+@st.cache_resource(show_spinner=False)
+def worker() -> LiveWorker:
+    """The server's one device worker: live jobs of every viewer queue here and run in its own
+    process, so page reruns never slow the maps down (see ``cxrxai.live``)."""
+    return LiveWorker(process=True)

@@ -1,0 +1,118 @@
+"""The app's frame: page config, password gate, sidebar, navigation and every page's opening.
+
+``app.py`` runs :func:`app_shell` and the chosen page inside :func:`routing`; a page reached
+before routing existed (a first deep link) is sent back through it by :func:`require_app`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from cxrxai.store import Store
+from pages._cache import STORE_KEY, current_store, store_path
+from pages._widgets import pick_model
+
+__all__ = ["PASSWORD_ENV", "SECTIONS", "app_shell", "page", "password_gate", "require_app", "routing", "sidebar"]
+
+PASSWORD_ENV = "CXRXAI_PASSWORD"
+_ROUTING = threading.local()
+
+
+# --------------------------------------------------------------------------- routing
+SECTIONS = {
+    "Audit": [("overview", "Overview", "dashboard"), ("explorer", "Image explorer", "image_search"),
+              ("subgroups", "Subgroups", "groups")],
+    "Explanations": [("benchmark", "Explainer benchmark", "leaderboard"),
+                     ("geometry", "Geometry & confidence", "scatter_plot"), ("trust", "Trust", "verified"),
+                     ("fidelity", "Fidelity", "stacked_line_chart")],
+}
+
+
+def _navigation(position: str = "sidebar") -> st.Page:
+    return st.navigation({
+        section: [st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "overview")
+                  for name, title, icon in pages]
+        for section, pages in SECTIONS.items()}, position=position)
+
+
+def app_shell() -> st.Page:
+    """What every page stands in: page config, the password gate, the sidebar and the
+    navigation; returns the page the navigation chose."""
+    st.set_page_config(page_title="cxrxai — chest X-ray classifier audit", page_icon=":material/radiology:",
+                       layout="wide")
+    if not password_gate():
+        st.stop()
+    sidebar()
+    return _navigation()
+
+
+@contextmanager
+def routing() -> Iterator[None]:
+    """``app.py`` runs the chosen page inside this block."""
+    _ROUTING.active = True
+    try:
+        yield
+    finally:
+        _ROUTING.active = False
+
+
+def require_app() -> None:
+    """Send a page run that did not come through ``app.py`` back through it, on the same page.
+
+    Until ``st.navigation`` has been called in a server process, Streamlit treats a ``pages/``
+    folder beside the entry point the old way: a first visitor's deep link (``/explorer``)
+    runs that file alone — without the sidebar, the layout or the password gate — and lists
+    every file of the folder as a page (AppTest starts every run that way). Calling
+    ``st.navigation`` switches Streamlit over; the rerun then goes through ``app.py``. Nothing
+    of the page has been drawn yet, so no widget state is lost.
+    """
+    if not getattr(_ROUTING, "active", False):
+        _navigation(position="hidden")
+        st.rerun()
+
+
+def page(title: str, *, model: bool = True) -> tuple[Store, str | None]:
+    """Every page's opening: through the app's shell, the title, the open store and (unless
+    ``model=False``) the chosen model; the page stops, with a message, when either is missing."""
+    require_app()
+    st.title(title)
+    store = current_store()
+    if store is None:
+        st.stop()
+    if not model:
+        return store, None
+    model_id = pick_model(store)
+    if model_id is None:
+        st.stop()
+    return store, model_id
+
+
+# --------------------------------------------------------------------------- access
+def password_gate() -> bool:
+    """True when the viewer may see the app. With ``CXRXAI_PASSWORD`` set (serving beyond
+    localhost), asks for it once per browser session; without it, always True."""
+    expected = os.environ.get(PASSWORD_ENV)
+    if not expected or st.session_state.get("_authenticated"):
+        return True
+    st.title("cxrxai")
+    with st.form("login"):
+        given = st.text_input("Password", type="password")
+        if st.form_submit_button("Enter"):
+            if hmac.compare_digest(given.encode(), expected.encode()):
+                st.session_state["_authenticated"] = True
+                st.rerun()
+            st.error("Wrong password.")
+    return False
+
+
+# --------------------------------------------------------------------------- sidebar
+def sidebar() -> None:
+    with st.sidebar:
+        store_path()  # seeds the default before the widget reads it
+        st.text_input("Store", key=STORE_KEY, help="Path of a DuckDB store built by `python -m cxrxai`")

@@ -1,0 +1,108 @@
+"""Shared widgets and cross-page selections: the model picker, explainer and metric pickers
+generated from the registries, "what is missing" notes, charts with selection, downloads."""
+
+from __future__ import annotations
+
+import uuid
+
+import cv2
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from cxrxai import summaries
+from cxrxai.explain import get as get_method
+from cxrxai.explain import method_names
+from cxrxai.metrics import registry as metric_registry
+from cxrxai.store import Store
+
+__all__ = ["SELECTED", "chart", "download_csv", "download_png", "explainer_select", "metric_select", "missing",
+           "pick_model", "recalled", "remember", "selected_points", "session_owner"]
+
+#: Cross-page selections (plain session-state keys, not widget keys).
+SELECTED = {"model": "sel_model", "finding": "sel_finding", "case": "sel_case", "subgroup": "sel_subgroup",
+            "cases": "sel_cases"}
+
+
+def session_owner() -> str:
+    """A stable id of this browser session (owner of its live jobs)."""
+    if "_owner" not in st.session_state:
+        st.session_state["_owner"] = uuid.uuid4().hex
+    return st.session_state["_owner"]
+
+
+def pick_model(store: Store, *, key: str = "model_widget") -> str | None:
+    """Model selectbox whose choice carries across pages."""
+    models = store.models()
+    if models.empty:
+        st.info("No model in the store yet: `python -m cxrxai demo` registers the demo model and predicts.")
+        return None
+    with_preds = [m for m in models["model_id"] if store.predicted_image_ids(m)] or models["model_id"].tolist()
+    current = st.session_state.get(SELECTED["model"], with_preds[0])
+    choice = st.selectbox("Model", with_preds, index=with_preds.index(current) if current in with_preds else 0, key=key)
+    st.session_state[SELECTED["model"]] = choice
+    return choice
+
+
+def remember(name: str, value) -> None:
+    st.session_state[SELECTED[name]] = value
+
+
+def recalled(name: str, default=None):
+    return st.session_state.get(SELECTED[name], default)
+
+
+def missing(what: str, command: str | None = None, *, store: Store | None = None, table: str = "predictions") -> None:
+    """Say what the store lacks and the command that fills it (the demo build for the demo store,
+    a precompute or an import for a real one)."""
+    command = command or (summaries.fill_command(store, table) if store is not None else "python -m cxrxai demo")
+    st.info(f"The store has no {what} yet. Fill it with `{command}` — this page updates when it is published.")
+
+
+def explainer_select(store: Store, model_id: str, *, key: str, container=st, label: str = "Explainer") -> str:
+    """The explainers with stored maps for ``model_id`` (registry order and names; every registered
+    one when none is stored yet), with the chosen method's reference underneath."""
+    stored = set(store.map_index(model_id=model_id)["method"]) if model_id else set()
+    names = [m for m in method_names() if m in stored] or method_names()
+    choice = container.selectbox(label, names, key=key, format_func=lambda m: get_method(m).title,
+                                 help="Explainers with maps precomputed for this model")
+    return choice
+
+
+def metric_select(names: list[str], *, key: str, container=st, label: str = "Metric", horizontal: bool = False) -> str:
+    """A metric picker showing each registered metric's label, with its explanation as help."""
+    def title(name: str) -> str:
+        return metric_registry.get(name).label if name in metric_registry.METRICS else name
+
+    helps = "; ".join(f"{title(n)}: {metric_registry.get(n).help}" for n in names if n in metric_registry.METRICS)
+    if horizontal:
+        return container.radio(label, names, horizontal=True, key=key, format_func=title, help=helps)
+    return container.selectbox(label, names, key=key, format_func=title, help=helps)
+
+
+# --------------------------------------------------------------------------- downloads
+def download_csv(df: pd.DataFrame, name: str, *, key: str) -> None:
+    st.download_button("Download CSV", df.to_csv(index=False).encode(), file_name=name, mime="text/csv", key=key)
+
+
+def download_png(rgb: np.ndarray, name: str, *, key: str) -> None:
+    ok, buf = cv2.imencode(".png", rgb[..., ::-1])
+    if ok:
+        st.download_button("Download PNG", buf.tobytes(), file_name=name, mime="image/png", key=key)
+
+
+def chart(fig, *, key: str, select: bool = False):
+    """A Plotly chart (its toolbar exports PNG offline); with ``select`` the selection event."""
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+    if select:
+        return st.plotly_chart(fig, key=key, on_select="rerun", selection_mode=("points", "box", "lasso"), config=config)
+    st.plotly_chart(fig, key=key, config=config)
+    return None
+
+
+def selected_points(event) -> list[dict]:
+    """Points of a Plotly selection event (dict-style access, which AppTest can inject)."""
+    if not event:
+        return []
+    selection = event["selection"] if isinstance(event, dict) else event.selection
+    return list(selection["points"] if isinstance(selection, dict) else selection.points)
