@@ -41,7 +41,8 @@ def _need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str |
 
 
 def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice_: str = "true_positive",
-                       method: str | None = None, params_key: str | None = None) -> pd.DataFrame:
+                       method: str | None = None, params_key: str | None = None, source: str = "explainer"
+                       ) -> pd.DataFrame:
     """Per-case localization rows joined with demographics, parameters and geometry.
 
     With ``method``, one setting of it: ``params_key``, or by default the setting with the most
@@ -50,9 +51,11 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
 
     ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
     thesis's TP cases), ``positive`` (ground truth positive: Saporta's true-positive slice of
-    segmentations), or ``all``.
+    segmentations), or ``all``. ``source``: what was scored — ``explainer`` maps (default),
+    ``baseline`` maps (Arun et al.'s average mask, random) or a second ``reader`` (human benchmark).
     """
     loc = store.table("localization", model_id=model_id, reader=reader)
+    loc = loc[loc.source == source] if not loc.empty else loc
     if loc.empty:
         readers = sorted(set(store.table("localization", model_id=model_id).get("reader", [])))
         if readers:
@@ -95,7 +98,6 @@ def _method_name(method: str, params_key: str) -> str:
 def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
     """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n."""
     cases = localization_cases(store, model_id, slice_=slice_)
-    cases = cases[~cases.method.str.startswith("baseline:")]
     cases = cases.assign(explainer=[_method_name(m, k) for m, k in zip(cases.method, cases.params_key)])
     g = cases.groupby(["explainer", "label"])
     return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"),
@@ -133,18 +135,22 @@ def localization_summary(store: Store, model_id: str, *, metric: str = "iou", re
     return stats.bootstrap_table(wide, n_boot=n_boot).rename(columns={"name": "label"})
 
 
+def _second_readers(store: Store, model_id: str) -> list[str]:
+    loc = store.table("localization", model_id=model_id, source="reader")
+    return sorted(loc["method"].unique()) if not loc.empty else []
+
+
 def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method: str = "gradcam",
                     benchmark_reader: str | None = None, n_boot: int = 1000) -> pd.DataFrame:
     """Saporta Fig. 2 / Supplementary Tables 4–5: % decrease from a second reader to the method."""
-    loc = store.table("localization", model_id=model_id)
-    readers = sorted(m[len("reader:"):] for m in loc.get("method", pd.Series(dtype=str)).unique() if m.startswith("reader:"))
+    readers = _second_readers(store, model_id)
     hb = benchmark_reader or (readers[0] if readers else None)
     if hb is None:
-        raise StoreError(f"model {model_id!r} has no second reader's scores (table localization, method reader:*); "
+        raise StoreError(f"model {model_id!r} has no second reader's scores (table localization, source reader); "
                          "a dataset with one fills it, e.g. `python -m cxrxai precompute --dataset chexpert ... "
                          "--data-option chexlocalize=DIR` with CheXlocalize's hb_annotations_test.json")
     method_cases = localization_cases(store, model_id, slice_="positive", method=method)
-    hb_cases = localization_cases(store, model_id, slice_="positive", method=f"reader:{hb}")
+    hb_cases = localization_cases(store, model_id, slice_="positive", method=hb, source="reader")
     pred = method_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
     bench = hb_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
     return stats.percentage_decrease(bench, pred, n_boot=n_boot)
@@ -208,11 +214,11 @@ def geometry_regressions(store: Store, model_id: str, *, method: str = "gradcam"
     feats = ["instances", "size", "elongation", "irrectangularity"]
     df = geometry_cases(store, model_id, method=method, dominant=dominant)
     outcomes = ["iou", "hit"]
-    loc = store.table("localization", model_id=model_id)
-    readers = sorted(m for m in loc.method.unique() if m.startswith("reader:"))
-    hb = f"reader:{benchmark_reader}" if benchmark_reader else (readers[0] if readers else None)
+    readers = _second_readers(store, model_id)
+    hb = benchmark_reader or (readers[0] if readers else None)
     if hb is not None:
-        bench = loc[loc.method == hb][["image_id", "label", "iou", "hit"]].rename(columns={"iou": "hb_iou", "hit": "hb_hit"})
+        loc = store.table("localization", model_id=model_id, source="reader", method=hb)
+        bench = loc[["image_id", "label", "iou", "hit"]].rename(columns={"iou": "hb_iou", "hit": "hb_hit"})
         df = df.merge(bench, on=["image_id", "label"], how="left")
         df["iou_diff"], df["hit_diff"] = df.hb_iou - df.iou, df.hb_hit - df.hit
         outcomes += ["iou_diff", "hit_diff"]
@@ -243,9 +249,9 @@ def trust_table(store: Store, model_id: str, *, data_range: float = 1.0, alpha: 
     loc = store.table("localization", model_id=model_id, reader="gt")
     if not loc.empty:
         loc = loc[loc.gt_positive]
-        avg = loc[loc.method == "baseline:average_mask"].set_index(["image_id", "label"])["pr_auc"]
+        avg = loc[(loc.source == "baseline") & (loc.method == "average_mask")].set_index(["image_id", "label"])["pr_auc"]
         for method in rand.method.unique():
-            m = loc[loc.method == method].set_index(["image_id", "label"])["pr_auc"]
+            m = loc[(loc.source == "explainer") & (loc.method == method)].set_index(["image_id", "label"])["pr_auc"]
             both = pd.concat({"v": m, "b": avg}, axis=1).dropna()
             rows.append(pd.DataFrame({"method": method, "criterion": "utility", "value": both.v, "baseline": both.b}))
     return trust.pass_fail(pd.concat(rows, ignore_index=True), alpha=alpha)
@@ -257,6 +263,24 @@ def randomization_curves(store: Store, model_id: str, *, data_range: float = 1.0
     t = t[(t.kind == "randomization") & (t.data_range == data_range)]
     return (t.groupby(["method", "step_index", "step"]).ssim.agg(["mean", "std", "count"]).reset_index()
             .sort_values(["method", "step_index"]))
+
+
+def degradation_thresholds(store: Store, model_id: str, *, data_range: float = 1.0) -> pd.DataFrame:
+    """Arun et al.'s degradation threshold (SSIM between maps of random image pairs) per method."""
+    t = store.table("trust", model_id=model_id, kind="threshold")
+    return t[t.data_range == data_range][["method", "ssim"]].reset_index(drop=True) if not t.empty else t
+
+
+def similarity_scores(store: Store, model_id: str, *, data_range: float = 1.0) -> pd.DataFrame:
+    """Repeatability (a second training seed) and reproducibility (another architecture): SSIM of
+    the two models' maps per case and method (Arun et al. Fig. 4)."""
+    t = _need(store.table("trust", model_id=model_id), store, "trust scores", "trust", model_id)
+    t = t[t.kind.isin(["repeatability", "reproducibility"]) & (t.data_range == data_range)]
+    if t.empty:
+        raise StoreError(f"model {model_id!r} has no repeatability/reproducibility scores (table trust): they need a "
+                         "second DenseNet-121 and a second architecture — `python -m cxrxai train --seed 1 --name "
+                         "demo-densenet121-seed1 && python -m cxrxai demo`")
+    return t.reset_index(drop=True)
 
 
 def fidelity_summary(store: Store, model_id: str) -> pd.DataFrame:
@@ -289,6 +313,7 @@ REPORTS: dict[str, Report] = {r.name: r for r in [
     Report("confidence", "Saporta Table 2: localization ~ model confidence (OLS + Spearman)", confidence_regressions),
     Report("trust", "Arun et al. Table 2: PASS/FAIL", trust_table),
     Report("randomization", "Arun et al. Fig. 3: SSIM along cascading randomization", randomization_curves),
+    Report("similarity", "Arun et al. Fig. 4: repeatability / reproducibility SSIM", similarity_scores),
     Report("fidelity", "thesis §2.4: faithfulness, deletion / insertion, AUDCdiff", fidelity_summary),
 ]}
 

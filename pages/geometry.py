@@ -25,9 +25,10 @@ if reg is not None and not reg.empty:
                      key="geo_scatter", select=True)
     picked = ui.selected_points(event)
     if picked:
-        ui.remember("cases", sorted({p["customdata"][0] for p in picked}))
-        ui.remember("finding", picked[0]["customdata"][1])
-        st.success(f"{len(picked)} cases selected.")
+        pairs = sorted({(p["customdata"][0], p["customdata"][1]) for p in picked})
+        ui.remember("pairs", pairs)
+        ui.remember("case", None)
+        st.success(f"{len(pairs)} (image, finding) pairs selected.")
         st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")

@@ -3,7 +3,7 @@ reproducibility, and the PASS/FAIL summary (Arun et al.)."""
 
 import streamlit as st
 
-from cxrxai import viz
+from cxrxai import reports, viz
 from pages import _common as ui
 
 store, model_id = ui.page("Trust")
@@ -18,16 +18,12 @@ if table is not None:
 
 curves = ui.try_report(store, "randomization", model_id, data_range=data_range)
 if curves is not None and not curves.empty:
-    t = store.table("trust", model_id=model_id, kind="threshold")
-    thresholds = t[t.data_range == data_range].set_index("method")["ssim"]
+    t = reports.degradation_thresholds(store, model_id, data_range=data_range)
+    thresholds = t.set_index("method")["ssim"] if not t.empty else t
     ui.chart(viz.randomization_lines(curves, thresholds), key="rand_chart")
     ui.download_csv(curves, f"{model_id}-randomization.csv", key="dl_rand")
 
-sim = store.table("trust", model_id=model_id)
-sim = sim[sim.kind.isin(["repeatability", "reproducibility"]) & (sim.data_range == data_range)] if not sim.empty else sim
-if sim.empty:
-    ui.missing("repeatability/reproducibility scores (they need a second DenseNet-121 and a second architecture)",
-               "python -m cxrxai train --seed 1 --name demo-densenet121-seed1 && python -m cxrxai demo")
-else:
+sim = ui.try_report(store, "similarity", model_id, data_range=data_range)
+if sim is not None:
     ui.chart(viz.similarity_boxes(sim), key="sim_chart")
     st.caption("Other models: " + ", ".join(sorted(sim.other_model.unique())))

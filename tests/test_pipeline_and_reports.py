@@ -46,7 +46,7 @@ def test_occlusion_is_stored_as_its_grid_and_rebuilt_per_pixel(store):
 
 def test_synthetic_second_reader_is_scored_as_a_benchmark(store):
     loc = store.table("localization", model_id="tiny-densenet121")
-    hb = loc[loc.method == "reader:hb-synthetic"]
+    hb = loc[(loc.source == "reader") & (loc.method == "hb-synthetic")]
     assert len(hb) > 0 and hb.iou.dropna().between(0, 1).all() and hb.iou.mean() > 0.3
 
 
@@ -59,6 +59,8 @@ def test_every_report_runs_on_the_demo_store(store, name):
 def test_explainer_report_has_every_explainer(store):
     t = run_report(store, "explainers", "tiny-densenet121", slice_="positive")
     assert {"gradcam", "gradcam++"} <= set(t.explainer)
+    # only explainers: the second reader and the baselines have their own source, not rows of Table 1
+    assert {e.split(" ")[0] for e in t.explainer} == {"gradcam", "gradcam++", "gradientshap", "ig", "occlusion"}
     assert t.auc.dropna().between(0, 1).all()
 
 

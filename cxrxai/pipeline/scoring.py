@@ -161,8 +161,7 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
     """Score the average training mask and a random map on every positive case of ``split``
     (``split=None``: every split but ``train_split``)."""
     mid = ctx.model.spec.name
-    done = ctx.writer.table("localization", model_id=mid)
-    if not done.empty and done.method.isin([f"baseline:{b}" for b in BASELINES]).any():
+    if not ctx.writer.table("localization", model_id=mid, source="baseline").empty:
         return {"skipped": True}
     imgs = ctx.writer.images(dataset=ctx.dataset)
     split_of = imgs.set_index("image_id")["split"]
@@ -182,7 +181,7 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
             if reader != REFERENCE or label not in averages or label == NO_FINDING:
                 continue
             for name, m in (("average_mask", averages[label]), ("random", rng.random(sizes[img]))):
-                rows.append({"model_id": mid, "image_id": img, "label": label, "method": f"baseline:{name}",
+                rows.append({"model_id": mid, "image_id": img, "label": label, "source": "baseline", "method": name,
                              "params_key": params_key({}), "reader": reader, **score_map(m, mask)})
     if rows:
         ctx.writer.put_table("localization", pd.DataFrame(rows))
@@ -194,14 +193,13 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
 def reader_stage(ctx) -> dict:
     """Score every second reader against the reference ("gt") as Saporta's human benchmark:
     IoU of the reader's mask, and hit = any of the reader's points inside the reference mask.
-    Rows go to the localization table as method ``reader:<name>``; each image at its own size."""
+    Rows go to the localization table with source ``reader`` and the reader's name as method; each image at its own size."""
     mid = ctx.model.spec.name
     ids = set(ctx.writer.images(dataset=ctx.dataset).image_id)
     ann = ctx.writer.annotations()
     ann = ann[ann.image_id.isin(ids)]
     others = sorted(set(ann.reader) - {REFERENCE, SHORTCUT_READER})
-    done = ctx.writer.table("localization", model_id=mid)
-    if not others or (not done.empty and done.method.str.startswith("reader:").any()):
+    if not others or not ctx.writer.table("localization", model_id=mid, source="reader").empty:
         return {"readers": others, "skipped": bool(others)}
     truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="second reader")
     _put_problems(ctx, problems)
@@ -214,7 +212,7 @@ def reader_stage(ctx) -> dict:
         for reader in others:
             pts = g[(g.reader == reader) & (g.kind == "point")][["x", "y"]].to_numpy()
             mask = masks.get((label, reader), np.zeros(sizes[img], bool))
-            rows.append({"model_id": mid, "image_id": img, "label": label, "method": f"reader:{reader}",
+            rows.append({"model_id": mid, "image_id": img, "label": label, "source": "reader", "method": reader,
                          "params_key": params_key({}), "reader": REFERENCE, "gt_positive": bool(truth.any()),
                          "iou": iou(mask, truth), "iou_full": iou(mask, truth, convention="full"),
                          "hit": points_hit(pts, truth) if len(pts) else np.nan,

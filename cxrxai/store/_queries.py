@@ -221,11 +221,20 @@ class Queries:
             return pd.DataFrame()
         cols = {r[0] for r in self._rows("SELECT column_name FROM information_schema.columns "
                                          "WHERE table_catalog = current_database() AND table_name = ?", [name])}
-        unknown = set(filters) - cols
+        legacy = name == "localization" and "source" not in cols  # a store of schema v2, read as it is
+        later = {k: filters.pop(k) for k in ("source", "method") if legacy and k in filters}
+        unknown = set(filters) - cols - ({"source"} if legacy else set())
         if unknown:
             raise UnknownNameError("column", sorted(unknown)[0], sorted(cols))
         where, params = _where(**filters)
-        return self._df(f"SELECT * FROM {name}{where}", params)
+        df = self._df(f"SELECT * FROM {name}{where}", params)
+        if legacy:
+            kind = df["method"].str.extract(r"^(baseline|reader):", expand=False)
+            df.insert(3, "source", kind.fillna("explainer"))
+            df["method"] = df["method"].str.replace(r"^(baseline|reader):", "", regex=True)
+            for k, v in later.items():
+                df = df[df[k] == v].reset_index(drop=True)
+        return df
 
     # ------------------------------------------------------------------ maps
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,

@@ -88,7 +88,31 @@ _V2 = [
         PRIMARY KEY (model_id, image_id, label, method, params_key))""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
+_METRIC_COLUMNS = ("prob, gt_positive, predicted, iou, iou_full, iou_gated, hit, pla, roc_auc, pr_auc, ap, pred_area, "
+                   "gt_area")
+_V3 = [
+    # ``source`` says what was scored: an explainer's map, a baseline (Arun et al.'s average mask,
+    # a random map) or a second reader (the human benchmark); ``method`` is its name. Until v2 the
+    # method column held ``baseline:<name>`` and ``reader:<name>``.
+    """CREATE TABLE localization_v3 (
+        model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL,
+        source VARCHAR NOT NULL DEFAULT 'explainer', method VARCHAR NOT NULL,
+        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
+        iou DOUBLE, iou_full DOUBLE, iou_gated DOUBLE, hit DOUBLE, pla DOUBLE, roc_auc DOUBLE, pr_auc DOUBLE,
+        ap DOUBLE, pred_area DOUBLE, gt_area DOUBLE,
+        CHECK (source IN ('explainer', 'baseline', 'reader')),
+        PRIMARY KEY (model_id, image_id, label, source, method, params_key, reader))""",
+    f"""INSERT INTO localization_v3 (model_id, image_id, label, source, method, params_key, reader, {_METRIC_COLUMNS})
+        SELECT model_id, image_id, label,
+               CASE WHEN method LIKE 'baseline:%' THEN 'baseline' WHEN method LIKE 'reader:%' THEN 'reader'
+                    ELSE 'explainer' END,
+               regexp_replace(method, '^(baseline|reader):', ''), params_key, reader, {_METRIC_COLUMNS}
+        FROM localization""",
+    "DROP TABLE localization",
+    "ALTER TABLE localization_v3 RENAME TO localization",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
           "localization", "geometry", "trust", "fidelity", "problems")

@@ -213,3 +213,51 @@ def test_a_writer_killed_while_publishing_leaves_a_whole_store_that_resumes(tmp_
     with open_store(store_path) as s:
         assert len(s.images()) == n + 1
     assert not list(store_path.parent.glob("*.publish-*")) and not store_path.with_name("s.duckdb.staging").exists()
+
+
+def _v2_store(path: Path) -> None:
+    """A store as schema v2 wrote it: baselines and second readers in the method column."""
+    from cxrxai.store._schema import MIGRATIONS
+
+    con = duckdb.connect(str(path))
+    for v in (1, 2):
+        for ddl in MIGRATIONS[v]:
+            con.execute(ddl)
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', '2')")
+    for method, iou in (("gradcam", 0.4), ("baseline:average_mask", 0.2), ("baseline:random", 0.05),
+                        ("reader:hb", 0.7)):
+        con.execute("INSERT INTO localization (model_id, image_id, label, method, params_key, reader, iou) "
+                    "VALUES ('m', 'i1', 'A', ?, '{}', 'gt', ?)", [method, iou])
+    con.close()
+
+
+def _sources(df: pd.DataFrame) -> list[tuple]:
+    return sorted(zip(df.source, df.method, df.iou.round(2)))
+
+
+EXPECTED_SOURCES = [("baseline", "average_mask", 0.2), ("baseline", "random", 0.05), ("explainer", "gradcam", 0.4),
+                    ("reader", "hb", 0.7)]
+
+
+def test_a_v2_store_is_read_with_baselines_and_readers_in_their_own_column(tmp_path):
+    path = tmp_path / "v2.duckdb"
+    _v2_store(path)
+    with open_store(path) as s:
+        assert s.schema_version() == 2
+        assert _sources(s.table("localization")) == EXPECTED_SOURCES
+        assert _sources(s.table("localization", source="reader")) == [("reader", "hb", 0.7)]
+        assert _sources(s.table("localization", source="baseline", method="random")) == [("baseline", "random", 0.05)]
+
+
+def test_writing_migrates_a_v2_store_to_source_and_method_columns(tmp_path):
+    path = tmp_path / "v2.duckdb"
+    _v2_store(path)
+    with write_store(path) as w:
+        assert w.schema_version() == SCHEMA_VERSION == 3
+        assert _sources(w.table("localization")) == EXPECTED_SOURCES
+        # the same name from two sources is two rows, not an overwrite
+        w.put_table("localization", pd.DataFrame([{"model_id": "m", "image_id": "i1", "label": "A", "source": "reader",
+                                                   "method": "gradcam", "params_key": "{}", "reader": "gt", "iou": 0.9}]))
+        assert len(w.table("localization", method="gradcam")) == 2
+    with open_store(path) as s:
+        assert _sources(s.table("localization", source="explainer")) == [("explainer", "gradcam", 0.4)]
