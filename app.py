@@ -4,6 +4,7 @@ reached before routing existed gets the same one (see ``require_app`` there)."""
 
 from pages._shell import app_shell, routing
 
-page = app_shell()
-with routing():
-    page.run()
+if __name__ == "__main__":  # Streamlit runs the app as __main__; the live worker's spawned child must not
+    page = app_shell()
+    with routing():
+        page.run()

@@ -11,13 +11,15 @@ With ``LiveWorker(process=True)`` (the app's choice) the maps are computed in on
 child process: torch releases the GIL inside each operator and must win it back after, so in
 a busy server process (page reruns, websockets) every forward waits on other threads. The
 worker thread then only relays progress and partial results, and a job that knows its model's
-weights file (``explain_job(..., weights_path=)``) runs there; others run in the thread.
+weights file runs there; others run in the thread. The app submits :func:`case_job` s (store
+path, image id, label, weights path): the child reads and preprocesses the image itself.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
+import json
 import multiprocessing as mp
 import sys
 import threading
@@ -30,7 +32,7 @@ from .errors import CxrxaiError
 from .explain import Cancelled, explain, get
 from .store import params_key
 
-__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "explain_job"]
+__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "case_job", "explain_job"]
 
 
 class JobState:
@@ -93,6 +95,13 @@ class LiveWorker:
         # A daemon thread still inside torch when the interpreter exits aborts the process
         # ("terminate called without an active exception"): stop cleanly first.
         atexit.register(self.close)
+
+    @staticmethod
+    def device_name() -> str:
+        """The device maps are computed on ("CPU", "CUDA", "MPS"): the one every loaded model picks."""
+        from .models.registry import best_device
+
+        return best_device().type.upper()
 
     def close(self, timeout: float = 10.0) -> None:
         """Cancel queued and running jobs and stop the thread (waits up to ``timeout`` s)."""
@@ -219,6 +228,49 @@ def explain_job(model, image, target: int, method: str, params: dict, *, owner: 
         model, image, target, method, params, progress, cancelled), spec=spec)
 
 
+def case_job(store_path, image_id: str, label: str, method: str, params: dict, *, model_spec: str,
+             weights_path: str | None, owner: str) -> Job:
+    """A job computing one map of a stored case from ids only: the image is read from the store,
+    preprocessed and explained where the job runs — the worker's child process when the model has
+    a weights file — so the server process never loads the model.
+
+    ``model_spec`` is the store's JSON spec of the model; ``weights_path`` its weights (``None``:
+    built-in weights, computed in the worker thread)."""
+    name = json.loads(model_spec)["name"]
+    key = (name, str(store_path), image_id, label, method, params_key(params))
+    spec = {"store": str(store_path), "image_id": image_id, "label": label, "model_spec": model_spec,
+            "weights_path": weights_path, "method": method, "params": dict(params)}
+    return Job(key=key, owner=owner, run=lambda progress, cancelled: _case_stages(spec, progress, cancelled),
+               spec=spec if weights_path is not None else None)
+
+
+_MODELS: dict[tuple[str | None, str], Any] = {}  # models this process has loaded for case jobs
+
+
+def _loaded(model_spec: str, weights_path: str | None):
+    from .models.spec import ModelSpec
+    from .models.stored import load_stored
+
+    key = (weights_path, model_spec)
+    if key not in _MODELS:
+        _MODELS[key] = load_stored(ModelSpec.from_json(model_spec), weights_path)
+    return _MODELS[key]
+
+
+def _case_stages(spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+    from .data.cases import case_image
+    from .models.spec import preprocess
+    from .store import open_store
+
+    model = _loaded(spec["model_spec"], spec["weights_path"])
+    with open_store(spec["store"]) as store:
+        row = store.image(spec["image_id"])
+        pixels = case_image(row, store.datasets().set_index("dataset").loc[row["dataset"]].to_dict())
+    x = preprocess(pixels, model.spec).to(model.device)
+    yield from _stages(model, x, model.spec.label_index(spec["label"]), spec["method"], spec["params"], progress,
+                       cancelled)
+
+
 # --------------------------------------------------------------------------- child process
 class ChildError(CxrxaiError):
     """A job failed in the worker's child process (the message names the original error)."""
@@ -309,13 +361,19 @@ def _child_main(conn, cancel) -> None:
         if msg is None:
             return
         jid, spec = msg
+        send_progress = lambda done, total: conn.send((jid, "progress", done, total))  # noqa: E731
         try:
+            if "store" in spec:  # a case job: read, preprocess and explain here
+                for stage, value in _case_stages(spec, send_progress, lambda: cancel.value == jid):
+                    conn.send((jid, "stage", stage, value))
+                conn.send((jid, "done"))
+                continue
             if spec["weights_path"] not in models:
                 models[spec["weights_path"]] = load_stored(ModelSpec.from_json(spec["model_spec"]), spec["weights_path"])
             model = models[spec["weights_path"]]
             image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
-            stages = _stages(model, image, spec["target"], spec["method"], spec["params"],
-                             lambda done, total: conn.send((jid, "progress", done, total)), lambda: cancel.value == jid)
+            stages = _stages(model, image, spec["target"], spec["method"], spec["params"], send_progress,
+                             lambda: cancel.value == jid)
             for stage, value in stages:
                 conn.send((jid, "stage", stage, value))
             conn.send((jid, "done"))

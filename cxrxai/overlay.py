@@ -29,6 +29,7 @@ __all__ = [
     "render_case",
     "tile",
     "to_rgb",
+    "with_legend",
 ]
 
 #: One colour (RGB) per finding, from the Okabe–Ito colour-blind-safe palette plus two.
@@ -161,3 +162,12 @@ def tile(images: list[np.ndarray], columns: int, *, gap: int = 4) -> np.ndarray:
         r, c = divmod(k, columns)
         out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = img
     return out
+
+
+def with_legend(rgb: np.ndarray, lines: list[str], *, scale: float = 0.5) -> np.ndarray:
+    """``rgb`` with a white strip underneath holding ``lines`` of text (what an exported overlay shows)."""
+    h = int(22 * scale / 0.5)
+    strip = np.full((h * len(lines) + 6, rgb.shape[1], 3), 255, np.uint8)
+    for k, line in enumerate(lines):
+        cv2.putText(strip, line, (4, h * (k + 1)), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 1, cv2.LINE_AA)
+    return np.vstack([rgb, strip])

@@ -133,7 +133,7 @@ def case_table(store: Store, model_id: str, *, split: str | None = None, method:
     t = t[t.label != NO_FINDING].copy()
     t["outcome"] = outcome(t["ground_truth"], t["predicted"])
     if method is not None:
-        loc = store.table("localization", model_id=model_id, method=method, reader=reader)
+        loc = store.table("localization", model_id=model_id, source="explainer", method=method, reader=reader)
         if params_key is not None and not loc.empty:
             loc = loc[loc.params_key == params_key]
         if not loc.empty:
@@ -145,12 +145,24 @@ def case_table(store: Store, model_id: str, *, split: str | None = None, method:
     return t.reset_index(drop=True)
 
 
+def case_probabilities(cases: pd.DataFrame, image_id: str) -> pd.DataFrame:
+    """Every label's probability of one image with its threshold, ground truth and outcome."""
+    return cases.loc[cases.image_id == image_id, ["label", "prob", "threshold", "ground_truth", "outcome"]
+                     ].reset_index(drop=True)
+
+
 def filter_cases(cases: pd.DataFrame, *, finding: str | None = None, sexes=None, age_bins=None, outcomes=None,
                  prob_range: tuple[float, float] = (0.0, 1.0), metric: str | None = None,
-                 metric_range: tuple[float, float] = (0.0, 1.0), image_ids=None) -> pd.DataFrame:
-    """The explorer's filters; an empty selection of a multi-choice filter means "any"."""
+                 metric_range: tuple[float, float] = (0.0, 1.0), image_ids=None, pairs=None) -> pd.DataFrame:
+    """The explorer's filters; an empty selection of a multi-choice filter means "any".
+
+    ``pairs`` — exact (image_id, finding) pairs chosen elsewhere (a lasso on a scatter plot) —
+    replaces ``finding``: the rows are those pairs, whatever their findings."""
     keep = cases["prob"].between(*prob_range)
-    if finding:
+    if pairs is not None:
+        wanted = {(str(i), str(lab)) for i, lab in pairs}
+        keep &= pd.Series([(i, lab) in wanted for i, lab in zip(cases["image_id"], cases["label"])], index=cases.index)
+    elif finding:
         keep &= cases["label"] == finding
     for col, values in (("sex", sexes), ("age_bin", age_bins), ("outcome", outcomes)):
         if values:

@@ -14,12 +14,9 @@ from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
-from cxrxai.models.registry import LoadedModel
-from cxrxai.models.spec import ModelSpec
-from cxrxai.models.stored import load_stored
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model", "model_for", "model_performance", "report",
+__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model_performance", "report",
            "store_path", "stored_map", "truth", "try_report", "version", "worker"]
 
 STORE_KEY = "store_path"
@@ -96,7 +93,8 @@ def truth(path: str, built_at: str, image_id: str) -> dict:
     row = store.image(image_id)
     ann = store.annotations(image_id=image_id)
     boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
-    return {"masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))), "boxes": boxes}
+    points = [(r.label, r.reader, (r.x, r.y)) for r in ann[ann.kind == "point"].itertuples()]
+    return {"masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))), "boxes": boxes, "points": points}
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -104,21 +102,6 @@ def stored_map(path: str, built_at: str, model_id: str, image_id: str, label: st
                params_key: str) -> np.ndarray | None:
     m = _open(path).get_map(model_id, image_id, label, method, params_key)
     return None if m is None else native_map(m)
-
-
-@st.cache_resource(show_spinner="Loading the model…")
-def model(spec_json: str, weights_path: str | None) -> LoadedModel:
-    return load_stored(ModelSpec.from_json(spec_json), weights_path)
-
-
-def model_for(store: Store, model_id: str) -> LoadedModel | None:
-    """The store's model ``model_id`` for live maps, or None with a warning saying why not."""
-    row = store.models().set_index("model_id").loc[model_id]
-    try:
-        return model(str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"]))
-    except CxrxaiError as err:
-        st.warning(f"Live recomputation is off: {err}")
-        return None
 
 
 @st.cache_resource(show_spinner=False)

@@ -16,6 +16,7 @@ import streamlit as st
 
 from cxrxai.store import Store
 from pages._cache import STORE_KEY, current_store, store_path
+from pages._state import keep_all
 from pages._widgets import pick_model
 
 __all__ = ["PASSWORD_ENV", "SECTIONS", "app_shell", "page", "password_gate", "require_app", "routing", "sidebar"]
@@ -81,6 +82,7 @@ def page(title: str, *, model: bool = True) -> tuple[Store, str | None]:
     """Every page's opening: through the app's shell, the title, the open store and (unless
     ``model=False``) the chosen model; the page stops, with a message, when either is missing."""
     require_app()
+    keep_all()  # before any widget is drawn: what the last page's widgets hold is kept for its return
     st.title(title)
     store = current_store()
     if store is None:

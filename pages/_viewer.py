@@ -6,19 +6,18 @@ import io
 import json
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from cxrxai import overlay
+from cxrxai import film, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
-from cxrxai.live import JobState, explain_job
+from cxrxai.live import JobState, case_job
 from cxrxai.metrics import registry as metrics
 from cxrxai.metrics.registry import score_map
-from cxrxai.models.spec import preprocess
 from pages import _common as ui
 
 POLL_S = 0.5  # how often a computing map refreshes its progress and partial result
 FIRST_WAIT_S = 0.8  # how long a rerun waits for a live job before it shows progress instead
-MAP_WIDTH_PX = 560  # the overlay at most this wide (narrower in side-by-side columns)
 
 
 def _offered(param, values: dict) -> tuple[list, object]:
@@ -38,12 +37,11 @@ def _controls(method: str, key) -> dict:
     values: dict = {}
     for col, param in zip(st.columns(len(controls)) if controls else [], controls):
         options, initial = _offered(param, values)
-        label = param.label or param.name
+        label, k = param.label or param.name, ui.kept(key(param.name), initial, allowed=options)
         if all(isinstance(v, str) for v in options):
-            values[param.name] = col.radio(label, options, index=options.index(initial), horizontal=True,
-                                           key=key(param.name), help=param.help)
+            values[param.name] = col.radio(label, options, horizontal=True, key=k, help=param.help)
         else:
-            values[param.name] = col.select_slider(label, options, value=initial, key=key(param.name), help=param.help)
+            values[param.name] = col.select_slider(label, options, key=k, help=param.help)
     return values
 
 
@@ -62,19 +60,17 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
 
     models = store.models()["model_id"].tolist()
     c1, c2 = st.columns(2)
-    chosen_model = c1.selectbox("Model", models, index=models.index(model_id), key=key("model"))
+    chosen_model = c1.selectbox("Model", models, key=ui.kept(key("model"), model_id, allowed=models))
     methods = method_names()
     first = "occlusion" if slot and "occlusion" in methods else methods[0]
-    method = c2.selectbox("Explainer", methods, index=methods.index(first), key=key("method"),
+    method = c2.selectbox("Explainer", methods, key=ui.kept(key("method"), first, allowed=methods),
                           format_func=lambda m: get(m).title)
     c2.caption(get(method).reference)
     params = _controls(method, key)
-    d1, d2, d3 = st.columns(3)
-    mode = d1.radio("Show", overlay.DISPLAY_MODES, horizontal=True, key=key("mode"))
-    alpha = d2.slider("Opacity", 0.0, 1.0, 0.45, 0.05, key=key("alpha"))
-    cmap = d3.selectbox("Colour map", list(overlay.COLORMAPS), key=key("cmap"))
+    display = _display_controls(key, get(method).kind == "pixel")
     gt = ui.truth(str(store.path), ui.version(store), case_id)
-    readers = sorted({r for (lab, r) in gt["masks"] if lab == label})
+    readers = sorted({r for (lab, r) in gt["masks"] if lab == label} | {r for lab, r, _ in gt["boxes"] if lab == label}
+                     | {r for lab, r, _ in gt["points"] if lab == label})
     # Keyed by case and finding: every new case starts with all of its readers shown (one key for
     # all cases would carry an empty choice over from a case without ground truth).
     shown = st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
@@ -82,7 +78,36 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     # re-running the page, and stops polling once the job has finished.
     polling = st.session_state.get(key("polling"), False)
     view = st.fragment(_map_view, run_every=POLL_S if polling else None)
-    view(store, chosen_model, case_id, label, method, params, mode, alpha, cmap, shown, slot)
+    view(store, chosen_model, case_id, label, method, params, display, shown, slot)
+
+
+MODES = ("normalized", "raw")
+TOP_K = (None, 1, 5, 10, 25)
+
+
+def _display_controls(key, pixel_level: bool) -> dict:
+    """How the map is shown (never what is computed): mode, opacity, colours, floor, top-k, film window."""
+    d1, d2, d3, d4 = st.columns(4)
+    show_map = d1.toggle("Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay")
+    mode = d2.radio("Scale", MODES, horizontal=True, key=ui.kept(key("mode"), MODES[0], allowed=MODES),
+                    help="normalized: positive part, min–max (how maps are scored); raw: signed, diverging around 0")
+    otsu = d3.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
+                     help="the segmentation IoU is scored on (CheXlocalize: min–max, then Otsu's threshold)")
+    smooth = d4.toggle("Smooth", key=ui.kept(key(f"smooth_{int(pixel_level)}"), pixel_level),
+                       help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
+    with st.expander("Display"):
+        e1, e2, e3 = st.columns(3)
+        alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
+        floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05, key=ui.kept(key("floor"), 0.2),
+                          help="map values (on the colour bar's 0–1 scale) under this show the film only")
+        top_k = e3.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), None, allowed=TOP_K),
+                             format_func=lambda v: "all" if v is None else f"top {v} %")
+        f1, f2 = st.columns(2)
+        cmap = f1.selectbox("Colour map", list(film.CV_COLORMAPS),
+                            key=ui.kept(key("cmap"), "jet", allowed=list(film.CV_COLORMAPS)))
+        lo, hi = f2.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
+    return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
+            "top_k": top_k, "colormap": cmap, "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
 def _set_polling(slot: int, on: bool) -> None:
@@ -92,62 +117,110 @@ def _set_polling(slot: int, on: bool) -> None:
         st.rerun()
 
 
-def _map_view(store, model_id, case_id, label, method, params, mode, alpha, cmap, readers, slot) -> None:
+def _map_view(store, model_id, case_id, label, method, params, display, readers, slot) -> None:
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
     gt = ui.truth(path, built, case_id)
-    masks = [(label, m) for (lab, r), m in gt["masks"].items() if lab == label and r in readers]
     saliency = _stored(store, model_id, case_id, label, method, params)
-    source = "stored"
+    source, job = "stored", None
     if saliency is None:
-        saliency, source = _live(store, model_id, case_id, label, method, params, slot)
+        saliency, source, job = _live(store, model_id, case_id, label, method, params, slot)
     _set_polling(slot, source == "computing")
-    rgb = overlay.render_case(img, saliency, mode=mode, alpha=alpha, colormap=cmap, masks=masks)
-    # A film-sized view: the whole map, its scores and the sliders fit one screen.
-    st.image(rgb, caption=f"{method} {params or ''} · {source}", width=MAP_WIDTH_PX)
+    shown, dim = saliency, 1.0
+    if saliency is None and source == "computing":  # the previous map stays, dimmed, until the new one arrives
+        shown, dim = st.session_state.get(f"last_map_{slot}"), 0.35
+    elif saliency is not None and source != "computing":
+        st.session_state[f"last_map_{slot}"] = saliency
+    masks = {r: m for (lab, r), m in gt["masks"].items() if lab == label and r in readers}
+    boxes = [(r, b) for lab, r, b in gt["boxes"] if lab == label and r in readers]
+    points = [(r, pt) for lab, r, pt in gt["points"] if lab == label and r in readers]
+    what = f"{get(method).title} {_describe(params)}".strip()
+    fig = film.film_figure(img, shown, masks=masks, boxes=boxes, points=points, revision=f"{case_id}-{label}",
+                           **{**display, "alpha": display["alpha"] * dim})
+    ui.chart(fig, key=f"film_{slot}")
+    st.caption(f"{model_id} · {what} · {source}")
+    if job is not None:
+        _progress(job, method, params, slot)
     if saliency is None:
         return
+    _scores(saliency, gt, img, label)
+    stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
+    rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
+                              masks=[(label, m) for m in masks.values()], boxes=[(label, b) for _, b in boxes])
+    legend = [f"{case_id} · {label} · model {model_id}", f"{what} · {source}",
+              f"readers: {', '.join(sorted(masks)) or 'none'} · colour map {display['colormap']} (0 → 1: min → max)"]
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.download_png(overlay.with_legend(rgb, legend), f"{stem}.png", key=f"png_{slot}")
+    with c2:
+        st.download_button("Download map (.npy)", _npy(saliency), file_name=f"{stem}.npy", key=f"npy_{slot}")
+
+
+def _describe(params: dict) -> str:
+    return " ".join(f"{k} {v}" for k, v in params.items())
+
+
+def _slug(params: dict) -> str:
+    return "".join(f"-{k}{v}" for k, v in params.items())
+
+
+def _scores(saliency, gt, img, label) -> None:
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
     s = score_map(saliency, truth)
     for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
         metric, value = metrics.get(name), s[name]
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
-        col.metric(metric.label, shown, help=f"{metric.help}; against the reference reader (gt). {metric.reference}")
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.download_png(rgb, f"{case_id}-{label}-{method}.png", key=f"png_{slot}")
-    with c2:
-        buf = _npy(saliency)
-        st.download_button("Download map (.npy)", buf, file_name=f"{case_id}-{label}-{method}.npy", key=f"npy_{slot}")
+        why = " (no lesion of this finding on this image)" if np.isnan(value) else ""
+        col.metric(metric.label, shown, help=f"{metric.help}{why}; against the reference reader (gt). {metric.reference}")
 
 
 def _live(store, model_id, case_id, label, method, params, slot):
+    """(map or partial or None, what it is, the job while it runs). A cancelled request shows its
+    partial map and is not submitted again until a setting changes."""
     row = store.models().set_index("model_id").loc[model_id]
-    model = ui.model_for(store, model_id)
-    if model is None:
-        return None, "live recomputation unavailable"
-    x = preprocess(ui.image(str(store.path), ui.version(store), case_id), model.spec).to(model.device)
-    job = ui.worker().submit(explain_job(model, x, model.spec.label_index(label), method, params,
-                                         owner=f"{ui.session_owner()}:{slot}", case_key=(str(store.path), case_id),
-                                         weights_path=str(row["weights_path"])))
+    if row["arch"] == "imported":
+        return None, "live recomputation unavailable (predictions imported without a model)", None
+    weights = None if pd.isna(row["weights_path"]) else str(row["weights_path"])
+    # Ids only: the worker's child reads, preprocesses and explains the image (no model in this process).
+    job = case_job(str(store.path), case_id, label, method, params, model_spec=str(row["spec"]),
+                   weights_path=weights, owner=f"{ui.session_owner()}:{slot}")
+    cancelled = st.session_state.get(f"cancelled_{slot}")
+    if cancelled is not None and cancelled[0] == job.key:
+        st.warning("Cancelled: the partial map is shown. Change a setting to compute again.")
+        return cancelled[1], "cancelled (partial)", None
+    job = ui.worker().submit(job)
     job.wait(FIRST_WAIT_S)  # fast explainers finish here, with no polling at all
     current = job.result if job.state == JobState.DONE else job.partial
     value = current.to_map() if isinstance(current, OcclusionGrid) else current
     if job.state == JobState.DONE:
-        device = model.device.type.upper()
-        return value, f"recomputed live on {device} in {job.seconds:.2f} s"
+        return value, f"recomputed live on {ui.worker().device_name()} in {job.seconds:.2f} s", None
     if job.state == JobState.FAILED:
         st.error(f"Recomputation failed: {job.error}")
-        return None, "failed"
+        return None, "failed", None
     if job.state == JobState.CANCELLED:
-        st.warning("Cancelled. Change a setting to recompute.")
-        return value, "cancelled (partial)"
+        st.session_state[f"cancelled_{slot}"] = (job.key, value)
+        return value, "cancelled (partial)", None
+    return value, "computing", job
+
+
+def _progress(job, method: str, params: dict, slot: int) -> None:
+    """Under the map: what is being computed, how far, and Cancel."""
     done, total = job.progress
-    st.progress(done / total if total else 0.0, text=f"{job.stage or job.state} · {done}/{total} windows" if total else
-                f"{job.state}… ({ui.worker().queue_length()} queued)")
-    if st.button("Cancel", key=f"cancel_{slot}"):
+    two_pass = get(method).progressive is not None and params.get("stride") != params.get("patch")
+    if total:
+        stage = ("fine pass" if job.stage == "coarse" else "coarse pass (stride = patch)") if two_pass else "computing"
+        text = f"{get(method).title} · {stage} · {done}/{total}"
+    else:
+        text = f"{get(method).title} · {job.state}… ({ui.worker().queue_length()} queued)"
+    c1, c2 = st.columns([5, 1])
+    c1.progress(done / total if total else 0.0, text=text)
+    if c2.button("Cancel", key=f"cancel_{slot}"):
         job.cancel()
-    return value, "computing"
+        job.wait(5.0)  # the worker stops within one window batch
+        current = job.partial
+        st.session_state[f"cancelled_{slot}"] = (job.key, current.to_map() if isinstance(current, OcclusionGrid)
+                                                 else current)
+        st.rerun()
 
 
 def _npy(m: np.ndarray) -> bytes:

@@ -20,8 +20,7 @@ __all__ = ["SELECTED", "chart", "download_csv", "download_png", "explainer_selec
            "pick_model", "recalled", "remember", "selected_points", "session_owner"]
 
 #: Cross-page selections (plain session-state keys, not widget keys).
-SELECTED = {"model": "sel_model", "finding": "sel_finding", "case": "sel_case", "subgroup": "sel_subgroup",
-            "cases": "sel_cases"}
+SELECTED = {"model": "sel_model", "case": "sel_case", "case_label": "sel_case_label", "pairs": "sel_pairs"}
 
 
 def session_owner() -> str:

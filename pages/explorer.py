@@ -1,12 +1,36 @@
 """Image explorer: filter cases, see the radiograph with a saliency overlay and the ground truth,
-and recompute any explainer live (occlusion patch/stride sliders, coarse → fine, cancellable)."""
+and recompute any explainer live (occlusion patch/stride sliders, coarse → fine, cancellable).
+
+Filters, case, explainer and its parameters survive navigation and live in the URL
+(``?finding=Mass&case=ph7-00012&explainer=occlusion&p_patch=16``), so a view can be shared.
+Selections made on other pages arrive as filters (a TPR bar: that group's positives) or as exact
+(image, finding) pairs (a lasso)."""
 
 import streamlit as st
 
 from cxrxai import summaries
+from cxrxai.errors import CxrxaiError
+from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
 from pages import _common as ui
 from pages import _viewer
+
+OUTCOMES = ["TP", "FN", "FP", "TN"]
+URL = {"finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
+       "explainer": "method_0"}
+LISTS = ("sex", "age", "outcome")
+
+
+def _parse(param: str, text):
+    """A URL value for its widget: explainer parameters (``p_<name>``) typed by the registry."""
+    if param.startswith("p_"):
+        method = st.query_params.get("explainer", "gradcam")
+        try:
+            return get_method(method).param(param[2:]).parse(text)
+        except CxrxaiError as err:
+            raise ValueError(str(err)) from None
+    return text
+
 
 store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
@@ -15,50 +39,65 @@ if cases.empty:
     ui.missing(f"predictions of {model_id}", store=store)
     st.stop()
 split = cases["split"].iloc[0] if cases["split"].nunique() == 1 else "all"
+params_in_url = {p: f"{p[2:]}_0" for p in st.query_params if p.startswith("p_")}
+ui.from_url({**URL, **params_in_url}, lists=LISTS, parse=_parse)
 
 with st.expander("Filters", expanded=True):
+    pairs = ui.recalled("pairs")
     c1, c2, c3, c4 = st.columns(4)
     present = set(cases["label"])  # the model's own labels, in its output order
     findings = [f for f in store.model_spec(model_id).labels if f in present]
-    remembered = ui.recalled("finding")
-    finding = c1.selectbox("Finding", findings, index=findings.index(remembered) if remembered in findings else 0)
-    ui.remember("finding", finding)
-    sub = ui.recalled("subgroup") or {}
-    sexes = c2.multiselect("Sex", SEXES, default=[s for s in SEXES if s == sub.get("sex")])
-    ages = c3.multiselect("Age bin", AGE_BINS, default=[a for a in AGE_BINS if a == sub.get("age_bin")])
-    outcomes = c4.multiselect("Outcome", ["TP", "FN", "FP", "TN"], default=[])
+    finding = c1.selectbox("Finding", findings, key=ui.kept("f_finding", findings[0], allowed=findings),
+                           disabled=bool(pairs))
+    sexes = c2.multiselect("Sex", SEXES, key=ui.kept("f_sex", [], allowed=SEXES))
+    ages = c3.multiselect("Age bin", AGE_BINS, key=ui.kept("f_age", [], allowed=AGE_BINS))
+    outcomes = c4.multiselect("Outcome", OUTCOMES, key=ui.kept("f_outcome", [], allowed=OUTCOMES),
+                              help="TP/FN: the finding is present; FP/TN: absent (at the stored threshold)")
     c5, c6 = st.columns(2)
-    prob_range = c5.slider("Model probability", 0.0, 1.0, (0.0, 1.0), 0.01)
-    iou_range = c6.slider("Grad-CAM IoU (positive cases)", 0.0, 1.0, (0.0, 1.0), 0.01)
-    chosen = ui.recalled("cases")
-    if chosen:
-        st.caption(f"Showing the {len(chosen)} cases selected on another page.")
+    prob_range = c5.slider("Model probability", 0.0, 1.0, step=0.01, key=ui.kept("f_prob", (0.0, 1.0)))
+    iou_range = c6.slider("Grad-CAM IoU (positive cases)", 0.0, 1.0, step=0.01, key=ui.kept("f_iou", (0.0, 1.0)))
+    if pairs:
+        st.caption(f"Showing exactly the {len(pairs)} (image, finding) pairs selected on another page.")
         if st.button("Clear that selection"):
-            ui.remember("cases", None)
+            ui.remember("pairs", None)
             st.rerun()
 
 view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages, outcomes=outcomes,
-                              prob_range=prob_range, metric="iou", metric_range=iou_range, image_ids=chosen)
-st.caption(f"{len(view)} of {int((cases.label == finding).sum())} {finding} cases ({split} split)")
-columns = ["image_id", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
+                              prob_range=prob_range, metric="iou", metric_range=iou_range, pairs=pairs)
+of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding).sum())} {finding} cases"
+st.caption(f"{len(view)} of {of} ({split} split)")
+columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
 event = st.dataframe(view[columns].round(3), hide_index=True, height=220, key="case_grid",
                      on_select="rerun", selection_mode="single-row")
 rows = event["selection"]["rows"] if isinstance(event, dict) else event.selection.rows
 if rows:
     ui.remember("case", view.iloc[rows[0]]["image_id"])
-case_id = ui.recalled("case")
-if case_id not in set(view["image_id"]):
-    if view.empty:
-        st.info("No case matches these filters.")
-        st.stop()
-    case_id = view.iloc[0]["image_id"]
-row = view[view.image_id == case_id].iloc[0]
+    ui.remember("case_label", view.iloc[rows[0]]["label"])
+if view.empty:
+    st.info("No case matches these filters.")
+    st.stop()
+case_id, case_label = ui.recalled("case"), ui.recalled("case_label")
+match = view[(view.image_id == case_id) & ((view.label == case_label) | (case_label is None))]
+if match.empty:  # open on a true positive when there is one (a case with something to localize)
+    tp = view[view.outcome == "TP"]
+    match = (tp if len(tp) else view).head(1)
+row = match.iloc[0]
+case_id, finding = row["image_id"], row["label"]
+ui.remember("case", case_id)
+ui.remember("case_label", finding)
 st.subheader(f"{case_id} — {finding}")
 st.markdown(f"**{row['outcome']}** · probability **{row['prob']:.3f}** (threshold {row['threshold']:.3f}) · "
             f"{row['sex'] or 'sex missing'}, {row['age'] if row['age'] == row['age'] else 'age missing'} y · {row['view']}")
+with st.expander("Every label's probability for this image"):
+    st.dataframe(summaries.case_probabilities(cases, case_id).round(3), hide_index=True)
 
-compare = st.toggle("Compare side by side", key="compare")
+compare = st.toggle("Compare side by side", key=ui.kept("compare", False))
 slots = st.columns(2) if compare else [st.container()]
 for i, slot in enumerate(slots):
     with slot:
         _viewer.panel(store, model_id, case_id, finding, slot=i)
+
+method = st.session_state.get("method_0")
+controls = {f"p_{p.name}": st.session_state.get(f"{p.name}_0") for p in get_method(method).controls} if method else {}
+ui.to_url({"finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id, "explainer": method,
+           **controls})

@@ -22,10 +22,16 @@ if rates is not None and not rates.empty:
     points = ui.selected_points(event)
     if points:
         label, *group = points[0]["customdata"][: 1 + len(by)]
-        ui.remember("finding", label)
-        ui.remember("subgroup", dict(zip(by, group)))
-        ui.remember("cases", None)
-        st.success(f"Selected {label} · {' · '.join(group)}.")
+        chosen = dict(zip(by, group))
+        # A TPR (or FNR) bar is about the group's positives, an FPR bar about its negatives.
+        outcomes = ["FP", "TN"] if rate == "fpr" else ["TP", "FN"]
+        ui.set_kept("f_finding", label)
+        ui.set_kept("f_sex", [chosen["sex"]] if "sex" in chosen else [])
+        ui.set_kept("f_age", [chosen["age_bin"]] if "age_bin" in chosen else [])
+        ui.set_kept("f_outcome", outcomes)
+        ui.remember("pairs", None)
+        ui.remember("case", None)
+        st.success(f"Selected {label} · {' · '.join(group)} · {'negatives' if rate == 'fpr' else 'positives'}.")
         st.page_link("pages/explorer.py", label="Open these cases in the explorer", icon=":material/image_search:")
     cols = ["label", *by, "n", "n_pos", "n_neg", rate, f"{rate}_lower", f"{rate}_upper", f"{rate}_gap_overall",
             f"{rate}_gap_median", "auroc", "small"]

@@ -122,7 +122,7 @@ def test_every_page_and_live_occlusion_in_chromium(app_url):
         page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
         explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
         explainer.click()
-        page.get_by_role("option", name="occlusion", exact=True).click()
+        page.get_by_role("option", name="Occlusion", exact=True).click()
         page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
         for label, key in (("Patch (px)", "ArrowLeft"), ("Stride (px)", "ArrowLeft")):
             slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
@@ -133,4 +133,5 @@ def test_every_page_and_live_occlusion_in_chromium(app_url):
         live.wait_for(timeout=120_000)
         _no_error(page)
         page.screenshot(path=str(ARTIFACTS / "explorer-occlusion-live.png"), full_page=True)
-        assert "occlusion" in live.inner_text()
+        assert "Occlusion patch 24 stride 12" in live.inner_text()  # one step left of 32/16 on each slider
+        assert "explainer=occlusion" in page.url and "p_patch=24" in page.url and "p_stride=12" in page.url

@@ -56,7 +56,7 @@ def test_explorer_choose_case_change_explainer_and_move_occlusion_sliders(tiny_f
     with open_store(tiny_full_store) as s:
         table = s.prediction_table("tiny-densenet121", split="test")
     case = table[(table.label == "Effusion") & (table.ground_truth == 1)].image_id.iloc[0]
-    at = _app(tiny_full_store, "pages/explorer.py", sel_finding="Effusion", sel_case=case)
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=case)
     assert not at.exception
     assert case in at.subheader[0].value
     at.selectbox(key="method_0").set_value("occlusion").run()
@@ -70,8 +70,11 @@ def test_explorer_choose_case_change_explainer_and_move_occlusion_sliders(tiny_f
         time.sleep(0.5)
         at.run()
     assert not at.get("progress") and not at.exception
-    captions = [c for img in at.get("image") for c in img.captions]
-    assert any("occlusion" in c and "recomputed live on CPU" in c for c in captions), captions
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("tiny-densenet121 · Occlusion patch 16 stride 8") and "recomputed live on CPU" in c
+               for c in captions), captions
+    film = at.get("plotly_chart")[0]
+    assert "Otsu segmentation (scored for IoU)" in film.proto.spec  # the map and its scored contour are drawn
     assert [m.label for m in at.metric] == ["IoU (Otsu)", "Hit", "AUC"]
 
 
@@ -83,28 +86,13 @@ def test_explorer_shows_every_reader_of_each_new_case(tiny_full_store):
         table = s.prediction_table("tiny-densenet121", split="test")
     eff = table[table.label == "Effusion"]
     negative, positive = eff[eff.ground_truth == 0].image_id.iloc[0], eff[eff.ground_truth == 1].image_id.iloc[0]
-    at = _app(tiny_full_store, "pages/explorer.py", sel_finding="Effusion", sel_case=negative)
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=negative)
     readers = lambda: next(m for m in at.multiselect if m.label == "Ground truth (reader)")
     assert readers().value == []
     at.session_state["sel_case"] = positive
     at.run()
     assert positive in at.subheader[0].value
     assert "gt" in readers().value and not at.exception
-
-
-def test_subgroups_bar_selection_opens_the_explorer(tiny_full_store):
-    event = {"selection": {"points": [{"customdata": ["Mass", "F", 3]}], "point_indices": [0], "box": [], "lasso": []}}
-    at = _app(tiny_full_store, "pages/subgroups.py", rate_chart=event)
-    assert not at.exception
-    assert at.session_state["sel_finding"] == "Mass" and at.session_state["sel_subgroup"] == {"sex": "F"}
-
-
-def test_geometry_lasso_selection_carries_cases(tiny_full_store):
-    event = {"selection": {"points": [{"customdata": ["ph7-00001", "Mass"]}, {"customdata": ["ph7-00002", "Mass"]}],
-                           "point_indices": [0, 1], "box": [], "lasso": []}}
-    at = _app(tiny_full_store, "pages/geometry.py", geo_scatter=event)
-    assert not at.exception
-    assert at.session_state["sel_cases"] == ["ph7-00001", "ph7-00002"]
 
 
 def test_password_gate_when_a_password_is_set(empty_store, monkeypatch):

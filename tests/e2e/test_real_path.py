@@ -96,7 +96,7 @@ def test_lesion_geometry_at_each_images_own_size_matches_the_published_values(ch
 def test_explorer_browses_chexpert_labels_and_draws_the_big_film(chexpert_store):
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.session_state["store_path"] = str(chexpert_store)
-    at.session_state["sel_finding"] = "Cardiomegaly"
+    at.session_state["f_finding"] = "Cardiomegaly"
     at.session_state["sel_case"] = BIG
     at.run()
     at.switch_page("pages/explorer.py").run()
@@ -104,8 +104,11 @@ def test_explorer_browses_chexpert_labels_and_draws_the_big_film(chexpert_store)
     finding = next(s for s in at.selectbox if s.label == "Finding")
     assert list(finding.options) == [lab for lab in CHEXPERT_LABELS if lab != "No Finding"]
     assert BIG in at.subheader[0].value
-    captions = [c for img in at.get("image") for c in img.captions]
-    assert any(c.startswith("gradcam") and "stored" in c for c in captions), captions
+    captions = [c.value for c in at.caption]
+    assert "chexpert-densenet121 · Grad-CAM · stored" in captions, captions
+    film = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert film["layout"]["xaxis"]["range"] == [0, 2828] and film["layout"]["yaxis"]["range"] == [2320, 0]
+    assert "reference (gt)" in {t.get("name") for t in film["data"]}  # the Cardiomegaly outline is drawn
 
 
 def test_overlay_of_a_large_film_puts_the_mask_where_it_is():

@@ -90,16 +90,15 @@ def test_a_build_stores_it_for_every_test_image_and_finding(toys, tiny_store, ti
 
 
 def test_the_viewer_draws_its_controls(toys):
+    from pathlib import Path
+
     from streamlit.testing.v1 import AppTest
 
-    def script():
-        from cxrxai.explain import METHODS
-        from pages import _viewer
-
-        assert "toy" in METHODS  # the test process's registry
-        _viewer._controls("toy", lambda name: f"{name}_0")
-
-    at = AppTest.from_function(script).run()
+    # a file guarded by __name__ (not AppTest.from_function): AppTest leaves __main__ pointing at its
+    # script, and the live worker's spawned child (later tests) re-imports __main__
+    at = AppTest.from_file(str(Path(__file__).with_name("_controls_app.py")))
+    at.session_state["method"] = "toy"
+    at.run()
     assert not at.exception
     assert at.select_slider(key="gain_0").value == 1.0
     assert at.select_slider(key="gain_0").options == ["0.5", "1.0", "2.0"]

@@ -155,3 +155,36 @@ def test_a_process_worker_computes_the_same_maps_and_survives_its_child(process_
     after = process_worker.submit(explain_job(model, x, 1, "gradcam", {}, owner="b", case_key=("s", "p4"),
                                               weights_path=str(tiny_model_path)))
     assert after.wait(120) and after.state == JobState.DONE, after.error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("in_process", [False, True])
+def test_a_case_job_is_computed_from_ids_without_loading_the_model_in_the_server(tiny_full_store, in_process):
+    """The app sends (store, image id, label, weights path): the map equals the stored case's
+    explained here, and with a process worker this process never loads the model."""
+    import cxrxai.live as live
+    from cxrxai.data.cases import case_image
+    from cxrxai.live import case_job
+    from cxrxai.models.registry import load
+    from cxrxai.models.spec import preprocess
+    from cxrxai.store import open_store
+
+    with open_store(tiny_full_store) as store:
+        row = store.models().set_index("model_id").loc["tiny-densenet121"]
+        image_id = store.images(split="test")["image_id"].iloc[0]
+        image_row = store.image(image_id)
+        pixels = case_image(image_row, store.datasets().set_index("dataset").loc[image_row["dataset"]].to_dict())
+    live._MODELS.clear()
+    worker = LiveWorker(process=not in_process)
+    try:
+        job = worker.submit(case_job(tiny_full_store, image_id, "Effusion", "occlusion", {"patch": 16, "stride": 16},
+                                     model_spec=str(row["spec"]), weights_path=str(row["weights_path"]), owner="a"))
+        assert job.wait(120) and job.state == JobState.DONE, job.error
+    finally:
+        worker.close()
+    model = load(row["weights_path"])
+    x = preprocess(pixels, model.spec)
+    expected = explain(model, x, model.spec.label_index("Effusion"), "occlusion", patch=16, stride=16)
+    np.testing.assert_allclose(job.result.to_map(), expected, atol=1e-5)
+    assert job.key[1:5] == (str(tiny_full_store), image_id, "Effusion", "occlusion")
+    assert (len(live._MODELS) == 1) is in_process  # loaded here only when the job ran in this process

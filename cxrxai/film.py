@@ -1,0 +1,184 @@
+"""The film viewer: a radiograph, its saliency map and every reader's ground truth as one Plotly figure.
+
+Zoom and pan are Plotly's. The film is shown through a window/level; the map is blended with an
+opacity that grows with its value, so values under the display ``floor`` (or outside the top-k %)
+are transparent and the film stays readable; a colour bar gives the map's own scale (its positive
+part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
+own colour and dash in the legend; boxes and reader points are drawn; the Otsu segmentation that
+IoU is scored on is a named contour. Axes are the film's own pixel coordinates.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+
+import cv2
+import numpy as np
+import plotly.graph_objects as go
+
+from .errors import DataError, UnknownNameError
+from .metrics.localization import otsu_mask
+from .postprocess import minmax, positive, upsample
+
+__all__ = ["CV_COLORMAPS", "DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale", "display_heat", "film_figure",
+           "window"]
+
+#: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
+DISPLAY_SIDE = 1024
+#: (colour, dash) per reader in drawing order: the reference first.
+READER_STYLES = [("#ffffff", "solid"), ("#ffd400", "dash"), ("#00e5ff", "dot"), ("#ff6ec7", "dashdot"),
+                 ("#7CFC00", "longdash")]
+CV_COLORMAPS = {"jet": cv2.COLORMAP_JET, "inferno": cv2.COLORMAP_INFERNO, "viridis": cv2.COLORMAP_VIRIDIS,
+                "turbo": cv2.COLORMAP_TURBO, "hot": cv2.COLORMAP_HOT}
+DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
+
+
+def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np.ndarray:
+    """Window/level of a uint8 film: grey ``center ± width / 2`` stretched to 0…255.
+
+    >>> window(np.array([[0, 100, 150, 255]], np.uint8), center=125, width=50).tolist()
+    [[0, 0, 255, 255]]
+    """
+    if width <= 0:
+        raise DataError(f"window width must be positive, got {width}")
+    lo = center - width / 2
+    return np.clip((image.astype(np.float32) - lo) * (255.0 / width), 0, 255).round().astype(np.uint8)
+
+
+def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "normalized", smooth: bool = False,
+                 top_k: float | None = None) -> tuple[np.ndarray, tuple[float, float]]:
+    """The map on the display grid and its scale in map units.
+
+    ``normalized``: the positive part, upsampled bilinearly, min–max to [0, 1] (the scoring
+    pipeline's view); ``raw``: the signed map divided by its largest magnitude, in [−1, 1].
+    ``smooth`` blurs a pixel-level map (σ = 1 % of its side) so fine attributions are visible;
+    ``top_k`` (percent) keeps only the largest values, the rest NaN (transparent).
+    """
+    m = np.asarray(saliency, np.float32)
+    if smooth and min(m.shape) >= 32:
+        m = cv2.GaussianBlur(m, (0, 0), sigmaX=max(1.0, max(m.shape) / 100))
+    if mode == "normalized":
+        up = upsample(positive(m), size)
+        heat, scale = minmax(up), (float(up.min()), float(up.max()))
+    elif mode == "raw":
+        up = upsample(m, size)
+        peak = float(np.abs(up).max()) or 1.0
+        heat, scale = up / peak, (-peak, peak)
+    else:
+        raise UnknownNameError("display mode", mode, ("normalized", "raw"))
+    if top_k is not None:
+        cut = np.percentile(np.abs(heat), 100 - top_k)
+        heat = np.where(np.abs(heat) >= cut, heat, np.nan)
+    return heat.astype(np.float32), scale
+
+
+def blend(film_rgb: np.ndarray, heat: np.ndarray, *, colormap: str = "jet", alpha: float = 0.6,
+          floor: float = 0.2) -> np.ndarray:
+    """The map over the film with per-pixel opacity ``alpha · (|v| − floor) / (1 − floor)``: values
+    at or under ``floor`` (and NaN) leave the film untouched. Signed heat uses the diverging scale."""
+    h = np.asarray(heat, np.float32)
+    signed = bool(np.nanmin(h) < 0) if np.isfinite(h).any() else False
+    mag = np.nan_to_num(np.abs(h), nan=0.0)
+    weight = alpha * np.clip((mag - floor) / max(1e-6, 1 - floor), 0, 1)
+    weight[mag <= floor] = 0.0
+    if signed:
+        color = np.zeros((*h.shape, 3), np.float32)
+        v = np.nan_to_num(h)
+        color[..., 0] = np.where(v > 0, 178, 33)
+        color[..., 1] = np.where(v > 0, 24, 102)
+        color[..., 2] = np.where(v > 0, 43, 172)
+    else:
+        color = cv2.applyColorMap(np.uint8(255 * np.clip(mag, 0, 1)), CV_COLORMAPS.get(colormap, cv2.COLORMAP_JET))
+        color = color[..., ::-1].astype(np.float32)
+    out = film_rgb.astype(np.float32) * (1 - weight[..., None]) + color * weight[..., None]
+    return out.round().astype(np.uint8)
+
+
+def colorscale(colormap: str, *, stops: int = 11) -> list:
+    """A Plotly colour scale sampled from the OpenCV colour map the overlay uses."""
+    ramp = np.linspace(0, 255, stops).astype(np.uint8)[None, :]
+    rgb = cv2.applyColorMap(ramp, CV_COLORMAPS.get(colormap, cv2.COLORMAP_JET))[0, :, ::-1]
+    return [[i / (stops - 1), f"rgb({r},{g},{b})"] for i, (r, g, b) in enumerate(rgb.tolist())]
+
+
+def _png_source(rgb: np.ndarray) -> str:
+    ok, buf = cv2.imencode(".png", rgb[..., ::-1])
+    if not ok:
+        raise DataError("could not encode the overlay as PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.tobytes()).decode()
+
+
+def _contours(mask: np.ndarray, f: float) -> tuple[list, list]:
+    """x, y of a mask's outer contours at display factor ``f``, in film pixels (None-separated)."""
+    small = cv2.resize(mask.astype(np.uint8), None, fx=f, fy=f, interpolation=cv2.INTER_NEAREST) if f < 1 else \
+        mask.astype(np.uint8)
+    found, _ = cv2.findContours(small, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    xs, ys, k = [], [], (1 / f if f < 1 else 1.0)
+    for c in found:
+        pts = c[:, 0, :].astype(float) * k
+        xs += [*pts[:, 0], pts[0, 0], None]
+        ys += [*pts[:, 1], pts[0, 1], None]
+    return xs, ys
+
+
+def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> list[go.Scatter]:
+    readers = sorted({*masks, *(r for r, _ in boxes), *(r for r, _ in points)}, key=lambda r: (r != "gt", r))
+    traces = []
+    for k, reader in enumerate(readers):
+        color, dash = READER_STYLES[k % len(READER_STYLES)]
+        name = "reference (gt)" if reader == "gt" else f"reader {reader}"
+        line = dict(color=color, width=2, dash=dash)
+        if reader in masks:
+            xs, ys = _contours(masks[reader], f)
+            traces.append(go.Scatter(x=xs, y=ys, mode="lines", line=line, name=name, legendgroup=reader))
+        bx, by = [], []
+        for r, (x, y, w, h) in boxes:
+            if r == reader:
+                bx += [x, x + w, x + w, x, x, None]
+                by += [y, y, y + h, y + h, y, None]
+        if bx:
+            traces.append(go.Scatter(x=bx, y=by, mode="lines", line=line, name=f"{name} box", legendgroup=reader))
+        pts = [p for r, p in points if r == reader]
+        if pts:
+            traces.append(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=f"{name} point",
+                                     marker=dict(symbol="x", size=10, color=color), legendgroup=reader))
+    return traces
+
+
+def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
+                points=(), mode: str = "normalized", colormap: str = "jet", alpha: float = 0.6, floor: float = 0.2,
+                top_k: float | None = None, smooth: bool = False, level: tuple[float, float] = (127.5, 255.0),
+                show_map: bool = True, otsu: bool = True, height: int = 620, title: str = "",
+                revision: str = "") -> go.Figure:
+    """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
+    at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``.
+    Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
+    h, w = image.shape
+    f = min(1.0, DISPLAY_SIDE / max(h, w))
+    size = (max(1, round(h * f)), max(1, round(w * f)))
+    film = cv2.resize(window(image, *level), (size[1], size[0]), interpolation=cv2.INTER_AREA) if f < 1 else \
+        window(image, *level)
+    rgb = np.repeat(film[..., None], 3, axis=2)
+    traces: list = []
+    if saliency is not None and show_map:
+        heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
+        rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
+        scale = DIVERGING if mode == "raw" else colorscale(colormap)
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
+            colorscale=scale, cmin=lo, cmax=hi, color=[lo], showscale=True,
+            colorbar=dict(title=dict(text="map value" + (" (signed)" if mode == "raw" else ""), side="right"),
+                          thickness=12, len=0.8))))
+        if otsu:
+            xs, ys = _contours(otsu_mask(saliency, size), 1.0)
+            traces.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
+                                     y=[y / f if y is not None else None for y in ys], mode="lines",
+                                     line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
+    fig = go.Figure([go.Image(source=_png_source(rgb), x0=0, y0=0, dx=w / size[1], dy=h / size[0], hoverinfo="skip"),
+                     *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
+    fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
+    fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain")
+    fig.update_layout(height=height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title or None,
+                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), dragmode="zoom",
+                      plot_bgcolor="black", uirevision=revision or title)
+    return fig

@@ -1,0 +1,9 @@
+"""A one-widget-panel app for AppTest: the viewer's controls of the method named in session state
+(registered by the test process before the run)."""
+
+import streamlit as st
+
+from pages import _viewer
+
+if __name__ == "__main__":  # not when the live worker's spawned child re-imports the main script
+    _viewer._controls(st.session_state["method"], lambda name: f"{name}_0")

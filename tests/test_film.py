@@ -1,0 +1,77 @@
+"""The film viewer's figure: what is drawn where, in which colour, on which scale."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from cxrxai.film import READER_STYLES, blend, display_heat, film_figure, window
+
+
+def _film(h=300, w=200):
+    return np.tile(np.linspace(0, 255, w, dtype=np.float32), (h, 1)).astype(np.uint8)
+
+
+def _by_name(fig: go.Figure) -> dict:
+    return {t.name: t for t in fig.data if t.name}
+
+
+def test_values_under_the_floor_leave_the_film_untouched():
+    film = np.full((4, 4, 3), 100, np.uint8)
+    heat = np.array([[0.0, 0.1, 0.2, 0.21], [0.5, 0.9, 1.0, np.nan]] * 2, np.float32)
+    out = blend(film, heat, alpha=0.6, floor=0.2)
+    untouched = (heat <= 0.2) | np.isnan(heat)
+    assert (out[untouched] == 100).all()
+    assert (out[~untouched] != 100).any(axis=-1).all()
+    # opacity grows with the value: the top value is blended more than one just over the floor
+    assert np.abs(out[1, 2].astype(int) - 100).sum() > np.abs(out[0, 3].astype(int) - 100).sum()
+
+
+def test_top_k_keeps_that_percentage_of_pixels_and_raw_maps_are_signed():
+    sal = np.arange(100, dtype=np.float32).reshape(10, 10) - 30
+    heat, (lo, hi) = display_heat(sal, (10, 10), mode="normalized", top_k=10)
+    assert np.isfinite(heat).sum() == 10 and (lo, hi) == (0.0, 69.0)
+    raw, scale = display_heat(sal, (10, 10), mode="raw")
+    assert scale == (-69.0, 69.0) and raw.min() == pytest.approx(-30 / 69) and raw.max() == 1.0
+
+
+def test_window_level_stretches_the_chosen_grey_range():
+    assert window(np.array([[0, 100, 125, 150, 255]], np.uint8), 125, 50).tolist() == [[0, 0, 128, 255, 255]]
+
+
+def test_the_figure_draws_every_reader_box_point_the_otsu_contour_and_a_colour_bar_in_film_pixels():
+    film = _film()
+    gt = np.zeros(film.shape, bool)
+    gt[100:150, 50:120] = True
+    hb = np.zeros(film.shape, bool)
+    hb[105:145, 55:110] = True
+    sal = np.zeros((7, 7), np.float32)
+    sal[2:4, 1:4] = 3.0
+    fig = film_figure(film, sal, masks={"gt": gt, "hb": hb}, boxes=[("gt", (50, 100, 70, 50))],
+                      points=[("hb", (80.0, 120.0))], floor=0.1)
+    traces = _by_name(fig)
+    assert {"reference (gt)", "reader hb", "reference (gt) box", "reader hb point",
+            "Otsu segmentation (scored for IoU)"} <= set(traces)
+    ref, second = traces["reference (gt)"], traces["reader hb"]
+    assert (ref.line.color, ref.line.dash) == READER_STYLES[0] and (second.line.color, second.line.dash) == READER_STYLES[1]
+    xs = [x for x in ref.x if x is not None]
+    ys = [y for y in ref.y if y is not None]
+    assert (min(xs), max(xs), min(ys), max(ys)) == (50, 119, 100, 149)  # the mask's outline, film pixels
+    box = traces["reference (gt) box"]
+    assert list(box.x[:5]) == [50, 120, 120, 50, 50] and list(box.y[:5]) == [100, 100, 150, 150, 100]
+    assert list(traces["reader hb point"].x) == [80.0]
+    bar = next(t for t in fig.data if isinstance(t, go.Scatter) and t.marker.showscale)
+    assert (bar.marker.cmin, bar.marker.cmax) == (0.0, 3.0)  # the map's own scale
+    image = next(t for t in fig.data if isinstance(t, go.Image))
+    assert image.dx * 200 == pytest.approx(200) and image.dy * 300 == pytest.approx(300)
+
+
+def test_a_large_film_is_sent_at_display_size_and_signed_maps_get_a_diverging_bar():
+    film = _film(2320, 2828)
+    fig = film_figure(film, np.random.default_rng(0).normal(size=(16, 16)), mode="raw", otsu=False)
+    image = next(t for t in fig.data if isinstance(t, go.Image))
+    assert image.dx == pytest.approx(2828 / 1024) and fig.layout.xaxis.range == (0, 2828)
+    bar = next(t for t in fig.data if isinstance(t, go.Scatter) and t.marker.showscale)
+    assert bar.marker.cmin == -bar.marker.cmax and "signed" in bar.marker.colorbar.title.text
+    assert film_figure(film, None).data[0].source.startswith("data:image/png;base64,")
