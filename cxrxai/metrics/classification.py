@@ -11,13 +11,41 @@ __all__ = ["auroc", "auroc_ci", "bootstrap_aurocs"]
 
 
 def auroc(y_true, score) -> float:
-    """Area under the ROC curve (NaN when ``y_true`` lacks positives or negatives).
+    """Area under the ROC curve of one label's scores (NaN when ``y_true`` lacks positives or negatives).
 
-    >>> auroc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    Parameters
+    ----------
+    y_true : (n,) array_like
+        Labels 1/0; NaN (missing or uncertain) labels are dropped with their scores.
+    score : (n,) array_like
+        Finite scores (e.g. probabilities), higher meaning positive.
+
+    Returns
+    -------
+    auc : float
+        In [0, 1], 0.5 being chance.
+
+    Notes
+    -----
+    AUC = P(s⁺ > s⁻) + ½ P(s⁺ = s⁻) = U / (n₊ n₋), the Mann–Whitney statistic over all positive–negative
+    pairs (Hanley & McNeil), computed by scikit-learn's ``roc_auc_score``. A single class after dropping
+    missing labels gives NaN. NaN scores, labels other than 0/1 or unequal lengths raise
+    :class:`~cxrxai.errors.MetricError`.
+
+    References
+    ----------
+    .. [1] Hanley J.A., McNeil B.J. (1982) The meaning and use of the area under a receiver operating
+           characteristic (ROC) curve. Radiology. doi:10.1148/radiology.143.1.7063747
+
+    Examples
+    --------
+    >>> auroc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])  # 3 of 4 pairs ordered
     0.75
+    >>> auroc([0, 1, np.nan], [0.2, 0.2, 0.9]), auroc([1, 1], [0.2, 0.3])  # a tie counts ½
+    (0.5, nan)
     """
     y, s = _check(y_true, score)
-    if y.min(initial=1) == y.max(initial=0):
+    if len(y) == 0 or y.min() == y.max():  # no labelled case, or one class only
         return float("nan")
     return float(roc_auc_score(y, s))
 
@@ -25,11 +53,38 @@ def auroc(y_true, score) -> float:
 def bootstrap_aurocs(y: np.ndarray, s: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
     """AUROC of ``n_boot`` case-resampled replicates, all at once.
 
-    Resampling with replacement gives each case a count c_i; a replicate's AUROC is the
-    Mann–Whitney statistic with those weights: Σ_pos c_i (negatives below s_i + ½ tied) /
-    (C_pos C_neg). Scores are sorted once and tie groups summed with ``reduceat``, so the
-    replicates cost a few passes over a (n_boot × n) count matrix instead of n_boot sorts.
-    Replicates that draw a single class are NaN.
+    Parameters
+    ----------
+    y : (n,) ndarray of int
+        Labels 0/1, already checked (as :func:`auroc_ci` passes them; not validated here).
+    s : (n,) ndarray of float
+        Scores.
+    n_boot, seed : int
+        Number of replicates; seed of ``np.random.default_rng``.
+
+    Returns
+    -------
+    aurocs : (n_boot,) ndarray
+        One AUROC per replicate; NaN for a replicate that drew a single class.
+
+    Notes
+    -----
+    Resampling with replacement gives each case a count c_i; a replicate's AUROC is the Mann–Whitney
+    statistic with those weights: Σ_pos c_i (negatives below s_i + ½ tied) / (C_pos C_neg), equal to
+    ``roc_auc_score`` on the resampled cases. Scores are sorted once and tie groups summed with
+    ``reduceat``, so the replicates cost a few passes over a (n_boot × n) count matrix instead of n_boot
+    sorts.
+
+    References
+    ----------
+    .. [1] Hanley J.A., McNeil B.J. (1982) The meaning and use of the area under a receiver operating
+           characteristic (ROC) curve. Radiology. doi:10.1148/radiology.143.1.7063747
+
+    Examples
+    --------
+    >>> reps = bootstrap_aurocs(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.8, 0.9]), n_boot=200)
+    >>> reps.shape, np.unique(reps[np.isfinite(reps)]).tolist()  # separable: every usable replicate is 1
+    ((200,), [1.0])
     """
     n = len(y)
     rng = np.random.default_rng(seed)
@@ -51,8 +106,38 @@ def bootstrap_aurocs(y: np.ndarray, s: np.ndarray, *, n_boot: int = 1000, seed: 
 def auroc_ci(y_true, score, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
     """``(auroc, lower, upper)``: percentile bootstrap over cases (resampled with replacement).
 
-    Replicates that draw a single class are skipped; the interval is NaN when fewer than half
-    of the replicates are usable.
+    Parameters
+    ----------
+    y_true, score : (n,) array_like
+        As in :func:`auroc` (NaN labels dropped).
+    n_boot, seed : int
+        Number of replicates (1,000) and their seed.
+    level : float
+        Coverage of the interval (0.95).
+
+    Returns
+    -------
+    auroc, lower, upper : float
+        The point estimate on all cases and the interval's bounds.
+
+    Notes
+    -----
+    Replicates are drawn by :func:`bootstrap_aurocs`; the bounds are the (1 − level)/2 and (1 + level)/2
+    quantiles (``np.quantile``, linear interpolation) of the usable replicates. Replicates that draw a
+    single class are skipped; the interval is NaN when fewer than half of the replicates are usable, and
+    all three values are NaN when the point AUROC is.
+
+    References
+    ----------
+    .. [1] Hanley J.A., McNeil B.J. (1982) The meaning and use of the area under a receiver operating
+           characteristic (ROC) curve. Radiology. doi:10.1148/radiology.143.1.7063747
+
+    Examples
+    --------
+    >>> auroc_ci([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9])
+    (1.0, 1.0, 1.0)
+    >>> auroc_ci([1, 1, 1], [0.1, 0.2, 0.3])
+    (nan, nan, nan)
     """
     y, s = _check(y_true, score)
     point = auroc(y, s)

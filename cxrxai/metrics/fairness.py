@@ -113,8 +113,56 @@ def subgroup_rates(table: pd.DataFrame, by: str | list[str] | None = None, *, la
                    n_boot: int = 1000, seed: int = 0, min_n: int = 10) -> pd.DataFrame:
     """Rates per label for each group of ``by`` (e.g. "sex", "age_bin", ["sex", "age_bin"]).
 
-    ``by=None`` gives the overall rows only. The result has one row per (label, group) with the
-    group columns, counts, rates, CIs, AUROC, ``small`` and the gaps (see the module docstring).
+    Parameters
+    ----------
+    table : DataFrame
+        One row per image × label: ``label``, ``ground_truth`` and ``predicted`` (1/0; rows with either
+        missing are dropped), optionally ``prob`` (for AUROC) and the ``by`` columns.
+    by : str or list of str, optional
+        Demographic columns; ``None`` gives the overall rows only (no gaps, no ``small``).
+    labels : list of str, optional
+        Restrict to these labels (an unknown one raises :class:`~cxrxai.errors.UnknownNameError`).
+    ci : {"wilson", "bootstrap"}
+        Interval of the rates; ``n_boot`` and ``seed`` drive the bootstrap.
+    min_n : int
+        A group with fewer positives or fewer negatives than this is flagged ``small``.
+
+    Returns
+    -------
+    rates : DataFrame
+        One row per (label, group): group columns, ``n``, ``n_pos``, ``n_neg``, tp/fp/fn/tn, each rate
+        with ``_lower``/``_upper``, ``auroc`` (with ``prob``), ``n_missing``, gaps, ``small``.
+
+    Notes
+    -----
+    TPR = TP/(TP+FN), FPR = FP/(FP+TN), FNR = 1 − TPR, PPV = TP/(TP+FP); NaN when the denominator is 0.
+    95% Wilson intervals, or percentiles 2.5/97.5 of a per-group bootstrap (NaN replicates skipped). AUROC
+    is the Mann–Whitney statistic with a Hanley–McNeil 95% interval (clipped to [0, 1]). Gaps (CheXclusion):
+    ``gap_overall`` = rate − the label's overall rate; ``gap_median`` = rate − the median over groups
+    (CheXclusion's age gap; NaN rates are skipped, which CheXclusion did not do); ``gap_other`` = rate −
+    the other group's rate when there are exactly two groups (the sex gap). Rows missing a ``by`` value
+    form no group and are counted in ``n_missing``.
+
+    References
+    ----------
+    .. [1] Seyyed-Kalantari L. et al. (2021) CheXclusion: fairness gaps in deep chest X-ray classifiers.
+           Pac. Symp. Biocomput.
+    .. [2] Wilson E.B. (1927) Probable inference, the law of succession, and statistical inference. J. Am.
+           Stat. Assoc. doi:10.1080/01621459.1927.10502953
+    .. [3] Hanley J.A., McNeil B.J. (1982) The meaning and use of the area under a receiver operating
+           characteristic (ROC) curve. Radiology. doi:10.1148/radiology.143.1.7063747
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"label": "Cardiomegaly", "sex": list("MMMMFFFF"),
+    ...                   "ground_truth": [1, 1, 0, 0, 1, 1, 0, 0], "predicted": [1, 0, 0, 1, 1, 1, 0, 0]})
+    >>> r = subgroup_rates(t, "sex", min_n=2)
+    >>> r[["sex", "n_pos", "tpr", "tpr_gap_other", "tpr_gap_overall", "fpr"]]
+      sex  n_pos  tpr  tpr_gap_other  tpr_gap_overall  fpr
+    0   F      2  1.0            0.5             0.25  0.0
+    1   M      2  0.5           -0.5            -0.25  0.5
+    >>> r["tpr_lower"].round(3).tolist()  # Wilson, 2 of 2 and 1 of 2
+    [0.342, 0.095]
     """
     if ci not in CI_METHODS:
         raise UnknownNameError("confidence interval method", ci, CI_METHODS)
@@ -161,8 +209,44 @@ def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_
                    **kwargs) -> pd.DataFrame:
     """No Finding FPR (underdiagnosis) and FNR (overdiagnosis) per group, with #NNF and #PNF.
 
-    FPR = |predicted NF ∧ NF = 0| / |NF = 0| (sick patients called healthy); FNR = |not predicted
-    NF ∧ NF = 1| / |NF = 1|. ``decimals=3`` rounds as the Underdiagnosis repository's CSVs.
+    Parameters
+    ----------
+    table : DataFrame
+        The long prediction table of :func:`subgroup_rates`.
+    by : str or list of str
+        Demographic columns (e.g. "sex", "age_bin", or both for intersections).
+    label : str
+        The "no finding" label, ``"No Finding"`` by default.
+    decimals : int or None
+        Rounding of ``fpr`` and ``fnr`` (not of their bounds); 3, as the published CSVs; None keeps all.
+    **kwargs
+        Passed to :func:`subgroup_rates` (``ci``, ``n_boot``, ``seed``, ``min_n``).
+
+    Returns
+    -------
+    rates : DataFrame
+        The ``by`` columns, ``n_NNF`` (NF = 0), ``n_PNF`` (NF = 1), ``fpr`` and ``fnr`` with bounds, ``small``.
+
+    Notes
+    -----
+    FPR = |predicted NF ∧ NF = 0| / |NF = 0| (sick patients called healthy: underdiagnosis); FNR =
+    |not predicted NF ∧ NF = 1| / |NF = 1|, as ``FPRFNR.py`` of Seyyed-Kalantari et al.'s Underdiagnosis
+    repository; NaN for an empty denominator. ``decimals=3`` rounds as its CSVs.
+
+    References
+    ----------
+    .. [1] Seyyed-Kalantari L. et al. (2021) Underdiagnosis bias of artificial intelligence algorithms
+           applied to chest radiographs in under-served patient populations. Nat. Med.
+           doi:10.1038/s41591-021-01595-0
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"label": "No Finding", "sex": list("MMMMFFFF"),
+    ...                   "ground_truth": [0, 0, 1, 1, 0, 0, 0, 1], "predicted": [1, 0, 1, 1, 0, 0, 0, 0]})
+    >>> underdiagnosis(t, "sex")[["sex", "n_NNF", "n_PNF", "fpr", "fnr"]]
+      sex  n_NNF  n_PNF  fpr  fnr
+    0   F      3      1  0.0  1.0
+    1   M      2      2  0.5  0.0
     """
     rates = subgroup_rates(table, by, labels=[label], **kwargs)
     keep = [c for c in ([by] if isinstance(by, str) else list(by))] + ["n_neg", "n_pos", "fpr", "fpr_lower", "fpr_upper",
@@ -176,8 +260,46 @@ def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_
 
 def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, label: str = "label", n_boot: int = 1000,
                     seed: int = 0, min_n: int = 5) -> pd.DataFrame:
-    """Mean of a per-case explanation metric (AUC, IoU, hit) per label and group, with a seeded
-    percentile bootstrap CI and n (the thesis's Fig. 5). NaN cases are excluded and counted."""
+    """Mean of a per-case explanation metric per label and group, with a bootstrap CI (thesis Fig. 5).
+
+    Parameters
+    ----------
+    cases : DataFrame
+        One row per case: the ``label`` column, the ``metric`` column (e.g. AUC, IoU, hit) and ``by``.
+    metric : str
+        Column to average.
+    by : str or list of str
+        Demographic columns; rows missing one are dropped (and not counted).
+    label : str
+        Name of the label column.
+    n_boot, seed, min_n : int
+        Bootstrap replicates and seed; groups with fewer than ``min_n`` finite values are ``small``.
+
+    Returns
+    -------
+    summary : DataFrame
+        One row per (label, group): ``n``, ``n_nan``, ``mean``, ``lower``, ``upper``, ``small``.
+
+    Notes
+    -----
+    mean = (1/n) Σ v_i over the group's finite values; NaN cases (e.g. IoU of an empty mask) are excluded
+    and counted in ``n_nan``. [lower, upper] = percentiles 2.5 and 97.5 of ``n_boot`` means of resamples
+    with replacement (one generator for all groups, in sorted order). A group without finite values has
+    NaN mean and bounds; one value gives lower = upper = it.
+
+    References
+    ----------
+    .. [1] Bel Bordes G. (2023) Fairness and Explainability in Chest X-ray Image Classifiers. MSc thesis,
+           Utrecht University.
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"label": "Nodule", "sex": ["M", "M", "F", "F"], "iou": [0.2, 0.4, 0.6, np.nan]})
+    >>> metric_by_group(c, "iou", "sex")[["sex", "n", "n_nan", "mean", "lower", "upper"]]
+      sex  n  n_nan  mean  lower  upper
+    0   F  1      1   0.6    0.6    0.6
+    1   M  2      0   0.3    0.2    0.4
+    """
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in (label, metric, *by) if c not in cases.columns]
     if missing:

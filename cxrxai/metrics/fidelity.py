@@ -66,7 +66,51 @@ def _check(image: torch.Tensor, attribution) -> np.ndarray:
 
 def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, baseline: torch.Tensor, *,
                              iterations: int = 200, subset: int = 1024, seed: int = 0, batch: int = 32) -> float:
-    """Pearson correlation between attribution mass and score drop over random pixel subsets."""
+    """Pearson correlation between attribution mass and score drop over random pixel subsets.
+
+    Parameters
+    ----------
+    score : callable
+        ``score(x) -> (N,)`` tensor: the explained output for a batch ``x`` (e.g. a sigmoid probability).
+    image : (1, C, H, W) torch.Tensor
+        The explained input.
+    attribution : (H, W) array_like
+        Finite attribution at image resolution (upsample a coarse map first).
+    baseline : torch.Tensor
+        Replacement values broadcastable to ``image`` (``torch.zeros(1)`` is black in an unnormalised space).
+    iterations, subset, seed, batch : int
+        Number of random subsets, pixels per subset (1 … H·W − 1), their seed, scoring batch size.
+
+    Returns
+    -------
+    r : float
+        In [−1, 1]; NaN when either side is constant.
+
+    Notes
+    -----
+    For random pixel subsets S_k (every channel set to the baseline), r = corr_k(Σ_{i ∈ S_k} a_i,
+    f(x) − f(x with S_k ← baseline)), Pearson's r: Bhatt et al.'s faithfulness correlation. The defaults
+    are the thesis's setting (§3.5.2, 200 iterations of 1,024 pixels; its baseline is black). Constant drops
+    or constant attribution sums (e.g. a constant map) give NaN, not a warning. Wrong shapes, a non-finite
+    attribution or ``subset`` out of range raise :class:`~cxrxai.errors.MetricError`.
+
+    References
+    ----------
+    .. [1] Bhatt U., Weller A., Moura J.M.F. (2020) Evaluating and aggregating feature-based model
+           explanations. IJCAI. doi:10.24963/ijcai.2020/417
+    .. [2] Bel Bordes G. (2023) Fairness and Explainability in Chest X-ray Image Classifiers. MSc thesis,
+           Utrecht University.
+
+    Examples
+    --------
+    >>> img = torch.arange(16.0).reshape(1, 1, 4, 4)
+    >>> score = lambda x: x.sum(dim=(1, 2, 3))  # linear: the drop is the pixels' sum
+    >>> a = img[0, 0].numpy()
+    >>> round(faithfulness_correlation(score, img, a, torch.zeros(1), iterations=20, subset=4), 6)
+    1.0
+    >>> faithfulness_correlation(score, img, np.ones((4, 4)), torch.zeros(1), iterations=20, subset=4)
+    nan
+    """
     a = _check(image, attribution)
     h, w = a.shape
     if not 0 < subset < h * w:
@@ -89,7 +133,43 @@ def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, bas
 
 
 def region_order(attribution, region: int, *, order: str = "attribution", seed: int = 0) -> list[tuple[int, int]]:
-    """Top-left corners of the ``region``-px squares, most attributed first (or shuffled)."""
+    """Top-left corners of the ``region``-px squares, most attributed first (or shuffled).
+
+    Parameters
+    ----------
+    attribution : (H, W) array_like
+        Attribution at image resolution.
+    region : int
+        Side of the squares in pixels; the grid starts at (0, 0), so edge squares may be smaller.
+    order : {"attribution", "random"}
+        By summed attribution, descending, or a random permutation.
+    seed : int
+        Seed of the random permutation.
+
+    Returns
+    -------
+    corners : list of (int, int)
+        ``(row, col)`` of every square, in perturbation order.
+
+    Notes
+    -----
+    A square's importance is Σ a over its pixels (signed, unnormalised), the order in which the thesis
+    deletes or inserts regions (Petsiuk et al.'s curves). The sort is stable: ties, and so a constant map,
+    keep row-major order. Edge squares are ranked by their sums over fewer pixels.
+
+    References
+    ----------
+    .. [1] Petsiuk V., Das A., Saenko K. (2018) RISE: Randomized input sampling for explanation of
+           black-box models. BMVC. arXiv:1806.07421
+
+    Examples
+    --------
+    >>> a = np.arange(16.0).reshape(4, 4)  # 2 × 2 sums: (0, 0) 10, (0, 2) 18, (2, 0) 42, (2, 2) 50
+    >>> region_order(a, 2)
+    [(2, 2), (2, 0), (0, 2), (0, 0)]
+    >>> region_order(np.zeros((4, 4)), 2)
+    [(0, 0), (0, 2), (2, 0), (2, 2)]
+    """
     if order not in ORDERS:
         raise UnknownNameError("region order", order, ORDERS)
     a = np.asarray(attribution, float)
@@ -105,7 +185,55 @@ def region_order(attribution, region: int, *, order: str = "attribution", seed: 
 def perturbation_curve(score: Score, image: torch.Tensor, attribution, fill: torch.Tensor, *, mode: str = "deletion",
                        region: int = 32, order: str = "attribution", seed: int = 0, batch: int = 32
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)``: fraction of regions perturbed (0 … 1) and the score after each step."""
+    """Deletion or insertion curve: the score as square regions are perturbed one by one.
+
+    Parameters
+    ----------
+    score : callable
+        ``score(x) -> (N,)`` tensor, as in :func:`faithfulness_correlation`.
+    image : (1, C, H, W) torch.Tensor
+        The explained input.
+    attribution : (H, W) array_like
+        Finite attribution at image resolution; it orders the regions (:func:`region_order`).
+    fill : torch.Tensor
+        Broadcastable to ``image``: black (``torch.zeros(1)`` in an unnormalised space) or the mean image.
+    mode : {"deletion", "insertion"}
+    region : int
+        Side of the square regions in pixels (32: 64 steps at 256 px, the thesis's setting).
+    order : {"attribution", "random"}
+    seed, batch : int
+        Seed of the random order; scoring batch size.
+
+    Returns
+    -------
+    x, y : ndarray
+        x = 0 … 1 in n + 1 equal steps (n regions); y the score before any step and after each (float32).
+
+    Notes
+    -----
+    Deletion starts from the image and replaces regions with ``fill``, most attributed first (or in a
+    seeded random order, the reference of :func:`audc_diff`); insertion starts from the filled image and
+    pastes the image's regions back. Perturbed regions stay perturbed (Petsiuk et al.; the thesis). x is the
+    fraction of *regions* perturbed: the fraction of pixels only when ``region`` divides H and W.
+    AUDC / AUIC = :func:`curve_area` of (x, y).
+
+    References
+    ----------
+    .. [1] Petsiuk V., Das A., Saenko K. (2018) RISE: Randomized input sampling for explanation of
+           black-box models. BMVC. arXiv:1806.07421
+    .. [2] Bel Bordes G. (2023) Fairness and Explainability in Chest X-ray Image Classifiers. MSc thesis,
+           Utrecht University.
+
+    Examples
+    --------
+    >>> img = torch.arange(16.0).reshape(1, 1, 4, 4)  # 2 × 2 regions of sums 50, 42, 18, 10
+    >>> score = lambda x: x.sum(dim=(1, 2, 3))
+    >>> x, y = perturbation_curve(score, img, img[0, 0].numpy(), torch.zeros(1), region=2)
+    >>> x.tolist(), y.tolist()
+    ([0.0, 0.25, 0.5, 0.75, 1.0], [120.0, 70.0, 28.0, 10.0, 0.0])
+    >>> perturbation_curve(score, img, img[0, 0].numpy(), torch.zeros(1), mode="insertion", region=2)[1].tolist()
+    [0.0, 50.0, 92.0, 110.0, 120.0]
+    """
     if mode not in MODES:
         raise UnknownNameError("curve mode", mode, MODES)
     a = _check(image, attribution)
@@ -122,16 +250,102 @@ def perturbation_curve(score: Score, image: torch.Tensor, attribution, fill: tor
 
 
 def curve_area(x, y) -> float:
-    """Trapezoidal area under a curve on x ∈ [0, 1]."""
+    """Trapezoidal area under a curve on x ∈ [0, 1] (AUDC of a deletion curve, AUIC of an insertion one).
+
+    Parameters
+    ----------
+    x, y : array_like
+        The curve, e.g. from :func:`perturbation_curve`.
+
+    Returns
+    -------
+    area : float
+
+    Notes
+    -----
+    A = Σ_k (x_k − x_{k−1})(y_k + y_{k−1}) / 2 (``np.trapezoid``); the thesis normalises x to [0, 1] first.
+    A lower AUDC and a higher AUIC mean a better explanation (Petsiuk et al.). x is not checked: another
+    range gives the area over that range.
+
+    References
+    ----------
+    .. [1] Petsiuk V., Das A., Saenko K. (2018) RISE: Randomized input sampling for explanation of
+           black-box models. BMVC. arXiv:1806.07421
+
+    Examples
+    --------
+    >>> curve_area([0.0, 0.5, 1.0], [1.0, 0.5, 0.0])
+    0.5
+    """
     return float(np.trapezoid(np.asarray(y, float), np.asarray(x, float)))
 
 
 def audc_diff(ordered_y, random_y, x) -> float:
-    """AUDC(random) − AUDC(ordered); positive means the ranking beats chance."""
+    """AUDC(random) − AUDC(ordered); positive means the ranking beats chance.
+
+    Parameters
+    ----------
+    ordered_y, random_y : array_like
+        Deletion-curve scores in attribution order and in random order (:func:`perturbation_curve`).
+    x : array_like
+        Their common x (0 … 1).
+
+    Returns
+    -------
+    diff : float
+
+    Notes
+    -----
+    AUDCdiff = AUDC(random) − AUDC(attribution order), each by :func:`curve_area`: positive when deleting
+    the most important regions first lowers the score faster than chance. The thesis found many negative
+    values on chest X-rays. Fills are compared with :func:`normalized_audc_diff`.
+
+    References
+    ----------
+    .. [1] Bel Bordes G. (2023) Fairness and Explainability in Chest X-ray Image Classifiers. MSc thesis,
+           Utrecht University.
+
+    Examples
+    --------
+    >>> audc_diff([1.0, 0.0, 0.0], [1.0, 0.5, 0.0], [0.0, 0.5, 1.0])  # 0.5 − 0.25
+    0.25
+    """
     return curve_area(x, random_y) - curve_area(x, ordered_y)
 
 
 def normalized_audc_diff(diff: float, curve_y, reference_y) -> float:
-    """Rescale a fill's AUDCdiff to the reference (black-fill) deletion curve's range."""
+    """Rescale a fill's AUDCdiff to the reference (black-fill) deletion curve's range.
+
+    Parameters
+    ----------
+    diff : float
+        The fill's AUDCdiff (:func:`audc_diff`), e.g. with the mean image.
+    curve_y, reference_y : array_like
+        That fill's deletion curve and the black-fill deletion curve of the same image.
+
+    Returns
+    -------
+    normalized : float
+        NaN when ``curve_y`` ends at its starting score.
+
+    Notes
+    -----
+    normalized = diff · range(reference) / range(curve), range(y) = y_end − y_start (the score of the fully
+    filled image minus that of the original). The thesis prints the formula with AUDCdiff(black) on the
+    right-hand side, which would make the result independent of the mean-image curve; we read it as this
+    rescaling of the fill's own AUDCdiff. The black fill against itself is unchanged.
+
+    References
+    ----------
+    .. [1] Bel Bordes G. (2023) Fairness and Explainability in Chest X-ray Image Classifiers. MSc thesis,
+           Utrecht University.
+
+    Examples
+    --------
+    >>> normalized_audc_diff(0.125, [1.0, 0.5], [1.0, 0.0])  # ranges −0.5 and −1
+    0.25
+    >>> normalized_audc_diff(0.125, [1.0, 1.0], [1.0, 0.0])
+    nan
+    """
     rng, ref = float(curve_y[-1] - curve_y[0]), float(reference_y[-1] - reference_y[0])
     return float(diff * ref / rng) if rng != 0 else float("nan")

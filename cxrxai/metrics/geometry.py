@@ -27,14 +27,48 @@ DOMINANT = ("most_points", "largest_area")
 
 
 def features(mask, *, instances: int | None = None, dominant: str = "most_points") -> dict[str, float]:
-    """``{"instances", "size", "elongation", "irrectangularity"}`` of a binary mask.
+    """The four geometric features of a ground-truth lesion mask (Saporta et al., Fig. 3b).
 
-    OpenCV traces contours through boundary pixel centres, so a 3 × 8 block is a 2 × 7 rectangle:
+    Parameters
+    ----------
+    mask : (H, W) array_like of bool or 0/1
+        Ground-truth mask of one pathology in one image.
+    instances : int, optional
+        The annotation's instance (polygon) count, CheXlocalize's source; default: 8-connected components.
+    dominant : {"most_points", "largest_area"}
+        Which contour the shape features describe (see Notes).
 
+    Returns
+    -------
+    features : dict
+        ``{"instances": int, "size", "elongation", "irrectangularity": float}``.
+
+    Notes
+    -----
+    size = |mask| / (H · W). With (w, h) the sides of OpenCV's minimum-area rectangle of the dominant
+    contour C: elongation = max(w, h) / min(w, h) and irrectangularity = 1 − area(C) / (w · h). The
+    dominant contour has the most points (``"most_points"``, CheXlocalize's ``compute_pathology_features.py``
+    with RETR_LIST and CHAIN_APPROX_NONE) or the largest area (``"largest_area"``). OpenCV traces contours
+    through boundary pixel centres, so a 3 × 8 block is a 2 × 7 rectangle. Empty mask: ``instances`` 0 (or
+    the given count), size 0, NaN shape features; a degenerate rectangle (one pixel, a one-pixel line) also
+    gives NaN shape features.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
     >>> m = np.zeros((10, 10), bool); m[2:5, 1:9] = True
     >>> f = features(m)
     >>> f["instances"], f["size"], f["elongation"], f["irrectangularity"]
     (1, 0.24, 3.5, 0.0)
+    >>> features(np.zeros((4, 4)))
+    {'instances': 0, 'size': 0.0, 'elongation': nan, 'irrectangularity': nan}
+    >>> line = np.zeros((5, 5)); line[2] = 1
+    >>> features(line)["elongation"]
+    nan
     """
     if dominant not in DOMINANT:
         raise UnknownNameError("dominant instance rule", dominant, DOMINANT)

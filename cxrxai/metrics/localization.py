@@ -12,6 +12,9 @@ Conventions (``../shared/notes/papers-original-code.md`` records them from the o
   order (``np.argmax``), inside the mask → 1; an empty mask → NaN (a float, never a bool).
 * ROC AUC of map vs mask pixels is the thesis's "explanation AUC"; PR AUC is Arun et al.'s
   ``auc(recall, precision)`` (trapezoidal) or, as an option, average precision.
+
+Segmentation and overlap are here; pointing (:mod:`.pointing`) and ranking (:mod:`.ranking`)
+metrics have their own modules and are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from __future__ import annotations
 import cv2
 import numpy as np
 from PIL import Image, ImageDraw
-from sklearn.metrics import auc as trapezoid_auc
-from sklearn.metrics import confusion_matrix_at_thresholds
 
 from ..errors import MetricError, UnknownNameError
 from ..postprocess import minmax, upsample
-from ..validate import as_map, as_mask, same_shape
+from ._maps import _map, _mask, _prepare, _same
+from .pointing import coarse_pointing_game, pointing_game, points_hit
+from .ranking import PR_VARIANTS, pr_auc, ranking_metrics, roc_auc
 
 __all__ = [
     "IOU_CONVENTIONS",
@@ -49,7 +52,6 @@ __all__ = [
 
 IOU_CONVENTIONS = ("true_positive", "full")
 OTSU_VARIANTS = ("chexlocalize", "plain")
-PR_VARIANTS = ("trapezoid", "average_precision")
 #: CheXlocalize's threshold candidates (``np.arange(0.2, .8, .1)``, rounded): 0.2 … 0.7.
 SWEEP_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 #: CheXlocalize's probability cutoffs for the full-dataset evaluation (``probability_tuning_results.csv``):
@@ -57,26 +59,48 @@ SWEEP_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 PROBABILITY_CUTOFFS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
-# --------------------------------------------------------------------------- checks
-
-_map, _mask, _same = as_map, as_mask, same_shape
-
-
-def _prepare(saliency, size: tuple[int, int] | None) -> np.ndarray:
-    m = _map(saliency)
-    return upsample(m, size).astype(np.float64) if size is not None and m.shape != tuple(size) else m
-
-
 # --------------------------------------------------------------------------- maps → masks
 
 def otsu_mask(saliency, size: tuple[int, int] | None = None, *, variant: str = "chexlocalize") -> np.ndarray:
     """Binary segmentation of a saliency map by Otsu's threshold.
 
-    ``variant="chexlocalize"`` reproduces ``heatmap_to_segmentation.py``: upsample to ``size``
-    (bilinear, align_corners=False) → min–max → ``uint8(255 · m)`` (truncation) → OpenCV Otsu
-    → fill every contour polygon (RETR_TREE, CHAIN_APPROX_SIMPLE; contours of ≤ 1 point
-    dropped; holes filled, single pixels vanish), drawn with PIL as the original does.
-    ``variant="plain"`` stops after Otsu (``m > t``). A constant map gives an empty mask.
+    Parameters
+    ----------
+    saliency : (h, w) array_like
+        Finite saliency map, at any resolution.
+    size : (int, int), optional
+        ``(height, width)`` to upsample to first; the image's original size for CheXlocalize parity.
+    variant : {"chexlocalize", "plain"}
+        Whether the thresholded map's contours are filled (see Notes).
+
+    Returns
+    -------
+    mask : ndarray of bool, the map's (upsampled) shape
+
+    Notes
+    -----
+    u = uint8(255 · (m − min m) / max(m − min m)) (float32, truncation); Otsu's t maximises the between-class
+    variance ω₀ω₁(μ₀ − μ₁)² of u's histogram; pixels with u > t are foreground. ``"chexlocalize"`` (default)
+    reproduces Saporta et al.'s ``heatmap_to_segmentation.py``: upsample (bilinear, align_corners=False) →
+    min–max → uint8 → OpenCV Otsu → fill every contour polygon (RETR_TREE, CHAIN_APPROX_SIMPLE; contours of
+    ≤ 1 point dropped; holes filled, single pixels vanish), drawn with PIL as the original does. ``"plain"``
+    stops after Otsu (u > t). A constant map gives an empty mask (CheXlocalize's division by zero: NaN).
+
+    References
+    ----------
+    .. [1] Otsu N. (1979) A threshold selection method from gray-level histograms. IEEE Trans. Syst. Man Cybern.
+           doi:10.1109/TSMC.1979.4310076
+    .. [2] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
+    >>> m = np.zeros((9, 9)); m[1:6, 1:6] = 1.0; m[3, 3] = 0.0; m[8, 8] = 1.0  # a ring and a dot
+    >>> plain, filled = otsu_mask(m, variant="plain"), otsu_mask(m)
+    >>> bool(plain[3, 3]), bool(plain[8, 8]), bool(filled[3, 3]), bool(filled[8, 8])
+    (False, True, True, False)
+    >>> bool(otsu_mask(np.ones((4, 4))).any())
+    False
     """
     if variant not in OTSU_VARIANTS:
         raise UnknownNameError("Otsu variant", variant, OTSU_VARIANTS)
@@ -105,15 +129,79 @@ def otsu_mask(saliency, size: tuple[int, int] | None = None, *, variant: str = "
 
 
 def threshold_mask(saliency, threshold: float, size: tuple[int, int] | None = None) -> np.ndarray:
-    """``minmax(map) > threshold`` on the float map (CheXlocalize's fixed-threshold path)."""
+    """Binary segmentation ``minmax(map) > threshold`` (CheXlocalize's fixed-threshold path).
+
+    Parameters
+    ----------
+    saliency : (h, w) array_like
+        Finite saliency map.
+    threshold : float
+        In [0, 1]; it applies to the min–max-normalised map.
+    size : (int, int), optional
+        ``(height, width)`` to upsample to first (bilinear, ``align_corners=False``).
+
+    Returns
+    -------
+    mask : ndarray of bool, the map's (upsampled) shape
+
+    Notes
+    -----
+    mask = (m − min m) / (max m − min m) > t, strictly, on the float map: no uint8 step and no contour
+    filling, unlike :func:`otsu_mask`. Saporta et al. sweep t from 0.2 to 0.8 on validation data (the code's
+    candidates, :data:`SWEEP_THRESHOLDS`, are 0.2 … 0.7; see :func:`tune_threshold`). A constant map
+    normalises to zeros (CheXlocalize: NaN), so its mask is empty. A threshold outside [0, 1] raises
+    :class:`~cxrxai.errors.MetricError`.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
+    >>> threshold_mask(np.array([[0.0, 1.0, 2.0, 3.0]]), 0.5).tolist()
+    [[False, False, True, True]]
+    >>> threshold_mask(np.array([[0.0, 1.0]]), 0.5, size=(1, 4)).tolist()  # [0, .25, .75, 1]
+    [[False, False, True, True]]
+    """
     if not 0 <= threshold <= 1:
         raise MetricError(f"threshold {threshold} must lie in [0, 1] (it applies to the min–max map)")
     return minmax(_prepare(saliency, size)) > threshold
 
 
 def probability_gate(mask: np.ndarray, probability: float, cutoff: float) -> np.ndarray:
-    """All-zero mask when the model's probability is below the label's cutoff (CheXlocalize
-    full-dataset evaluation: ``if prob < cutoff: segmentation = 0``)."""
+    """Empty a segmentation when the model's probability is below the label's cutoff.
+
+    Parameters
+    ----------
+    mask : (H, W) array_like of bool or 0/1
+        The segmentation.
+    probability, cutoff : float
+        The model's probability for the label and the label's cutoff (:func:`tune_probability_cutoff`).
+
+    Returns
+    -------
+    mask : (H, W) ndarray of bool
+        All False when ``probability < cutoff``, else a copy of ``mask``.
+
+    Notes
+    -----
+    Saporta et al.'s full-dataset evaluation (``heatmap_to_segmentation.py``: ``if prob < cutoff:
+    segmentation = 0``): a probability equal to the cutoff keeps its mask. CheXlocalize's tuning script has
+    the opposite strictness (it segments only when ``prob > cutoff``); :func:`tune_probability_cutoff` uses
+    this gate, so the two differ only at exact ties.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
+    >>> seg = np.array([[1, 1]])
+    >>> probability_gate(seg, 0.3, 0.5).tolist(), probability_gate(seg, 0.5, 0.5).tolist()
+    ([[False, False]], [[True, True]])
+    """
     m = _mask(mask)
     return np.zeros_like(m) if probability < cutoff else m
 
@@ -121,9 +209,43 @@ def probability_gate(mask: np.ndarray, probability: float, cutoff: float) -> np.
 def tune_threshold(maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None) -> tuple[float, dict[float, float]]:
     """Per-label threshold that maximises mIoU (true-positive slice) over validation cases.
 
-    Returns the best threshold (the first on ties) and mIoU per candidate, as
-    ``tune_heatmap_threshold.py`` does.
+    Parameters
+    ----------
+    maps, masks : iterables of (H, W) array_like
+        Saliency maps of the validation cases and their ground-truth masks, paired in order.
+    thresholds : sequence of float
+        Candidates in [0, 1]; CheXlocalize's 0.2 … 0.7 by default.
+    size : (int, int), optional
+        Upsample every map to this size first (see :func:`threshold_mask`).
+
+    Returns
+    -------
+    best : float
+        The candidate with the highest mIoU; the lowest on ties (the first, for ascending candidates).
+    scores : dict
+        mIoU per candidate; NaN where no case has both masks non-empty.
+
+    Notes
+    -----
+    mIoU(t) = nanmean_i IoU(threshold_mask(map_i, t), mask_i), IoU with the ``"true_positive"`` convention
+    (:func:`iou`), as Saporta et al.'s ``tune_heatmap_threshold.py``. Raises
+    :class:`~cxrxai.errors.MetricError` when every candidate's mIoU is NaN.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
+    >>> maps = [np.array([[0.0, 0.5, 1.0]]), np.array([[1.0, 0.9, 0.0]])]
+    >>> masks = [np.array([[0, 1, 1]]), np.array([[1, 0, 0]])]
+    >>> tune_threshold(maps, masks, thresholds=(0.2, 0.6))  # t = 0.2: IoUs 1 and 1/2
+    (0.2, {0.2: 0.75, 0.6: 0.5})
     """
+    maps, masks = list(maps), list(masks)
+    if len(maps) != len(masks):
+        raise MetricError(f"tune_threshold needs one mask per map, got {len(maps)} maps and {len(masks)} masks")
     scores = {}
     for t in thresholds:
         vals = [iou(threshold_mask(m, t, size), g) for m, g in zip(maps, masks)]
@@ -136,12 +258,39 @@ def tune_threshold(maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None) -> tu
 
 def tune_probability_cutoff(segmentations, masks, probabilities, *, cutoffs=PROBABILITY_CUTOFFS
                             ) -> tuple[float, dict[float, float]]:
-    """Per-label probability cutoff of the full-dataset evaluation (Saporta et al.): a case whose
-    probability is below the cutoff gets an empty segmentation (:func:`probability_gate`), IoU
-    follows the ``full`` convention (a false positive or negative scores 0, two empty masks are
-    skipped), and the cutoff with the highest mIoU wins (the lowest on ties). Returns it and the
-    mIoU per cutoff, the rows of CheXlocalize's ``probability_tuning_results.csv``.
+    """Per-label probability cutoff of the full-dataset evaluation (Saporta et al.).
 
+    Parameters
+    ----------
+    segmentations, masks : iterables of (H, W) array_like
+        Segmentations of the validation cases (e.g. :func:`otsu_mask`) and their ground truths (all-zero
+        for a case without the finding).
+    probabilities : iterable of float
+        The model's probability for the label, one per case.
+    cutoffs : sequence of float
+        Candidates; CheXlocalize's 0.0 … 0.8 by default.
+
+    Returns
+    -------
+    best : float
+        The cutoff with the highest mIoU (the lowest on ties).
+    scores : dict
+        mIoU per cutoff, the rows of CheXlocalize's ``probability_tuning_results.csv``.
+
+    Notes
+    -----
+    A case whose probability is below the cutoff gets an empty segmentation (:func:`probability_gate`), IoU
+    follows the ``full`` convention (a false positive or negative scores 0, two empty masks are skipped),
+    and mIoU(c) = nanmean over cases. CheXlocalize rounds mIoU to 3 dp before its argmax; this function
+    does not. Unequal input lengths, or no finite mIoU, raise :class:`~cxrxai.errors.MetricError`.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
     >>> seg, gt = np.array([[1, 1]]), np.array([[1, 0]])
     >>> tune_probability_cutoff([seg, seg], [gt, np.zeros_like(gt)], [0.9, 0.3], cutoffs=(0.0, 0.5))
     (0.5, {0.0: 0.25, 0.5: 0.5})
@@ -162,14 +311,39 @@ def tune_probability_cutoff(segmentations, masks, probabilities, *, cutoffs=PROB
 def iou(pred, truth, *, convention: str = "true_positive") -> float:
     """Intersection over union of two binary masks of equal shape.
 
-    ``true_positive``: NaN unless both are non-empty. ``full``: NaN only if both are empty,
-    0 for a false positive or a false negative.
+    Parameters
+    ----------
+    pred, truth : (H, W) array_like of bool or 0/1
+        Predicted and ground-truth masks.
+    convention : {"true_positive", "full"}
+        How empty masks are scored (see Notes).
 
+    Returns
+    -------
+    iou : float
+        In [0, 1], or NaN.
+
+    Notes
+    -----
+    IoU = |P ∩ T| / |P ∪ T|. ``"true_positive"`` (default; Saporta et al.'s true-positive slice,
+    CheXlocalize's ``true_pos_only=True``): NaN unless both are non-empty. ``"full"`` (the full-dataset
+    evaluation): NaN only if both are empty, 0 for a false positive or a false negative. Unequal shapes
+    or non-binary values raise :class:`~cxrxai.errors.MetricError`.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
     >>> a = np.array([[1, 1, 0, 0]]); b = np.array([[0, 1, 1, 0]])
     >>> iou(a, b)
     0.3333333333333333
     >>> iou(a, np.zeros((1, 4))), iou(a, np.zeros((1, 4)), convention="full")
     (nan, 0.0)
+    >>> iou(np.zeros((1, 4)), np.zeros((1, 4)), convention="full")
+    nan
     """
     if convention not in IOU_CONVENTIONS:
         raise UnknownNameError("IoU convention", convention, IOU_CONVENTIONS)
@@ -184,113 +358,32 @@ def iou(pred, truth, *, convention: str = "true_positive") -> float:
 
 
 def miou(values) -> float:
-    """Mean of per-case IoUs, NaNs skipped (CheXlocalize's mIoU; NaN when all are NaN)."""
+    """Mean of per-case IoUs, NaNs skipped (CheXlocalize's mIoU).
+
+    Parameters
+    ----------
+    values : iterable of float
+        Per-case IoUs (:func:`iou`), NaN for cases the convention does not score.
+
+    Returns
+    -------
+    miou : float
+        NaN when all values are NaN or there are none.
+
+    Notes
+    -----
+    mIoU = (1 / |S|) Σ_{i ∈ S} IoU_i, S the cases whose IoU is not NaN: a mean of per-case ratios, not
+    of pooled pixels (Saporta et al.). Which cases are NaN is :func:`iou`'s ``convention``.
+
+    References
+    ----------
+    .. [1] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
+           Intell. doi:10.1038/s42256-022-00536-x
+
+    Examples
+    --------
+    >>> miou([0.5, float("nan"), 0.25]), miou([float("nan")]), miou([])
+    (0.375, nan, nan)
+    """
     v = np.asarray(list(values), dtype=float)
     return float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
-
-
-# --------------------------------------------------------------------------- points
-
-def pointing_game(saliency, truth, *, size: tuple[int, int] | None = None) -> float:
-    """1.0 if the map's maximum (first in row-major order) lies in the mask, 0.0 if not, NaN
-    for an empty mask. The map is upsampled to ``size`` (or the mask's shape) first."""
-    t = _mask(truth, "ground-truth mask")
-    m = _prepare(saliency, size or t.shape)
-    _same(m, t)
-    if not t.any():
-        return float("nan")
-    r, c = np.unravel_index(int(np.argmax(m)), m.shape)
-    return float(t[r, c])
-
-
-def coarse_pointing_game(saliency, truth) -> float:
-    """The thesis's point localization for coarse maps: the centre of the most important
-    region of the *native* map (the first maximal cell), scaled to the mask's grid.
-
-    Cell (i, j) of an (h, w) map covers mask rows [i·H/h, (i+1)·H/h); its centre pixel is
-    ``floor((i + ½)·H/h)``. NaN for an empty mask.
-    """
-    m = _map(saliency)
-    t = _mask(truth, "ground-truth mask")
-    if not t.any():
-        return float("nan")
-    i, j = np.unravel_index(int(np.argmax(m)), m.shape)
-    r = min(int(np.floor((i + 0.5) * t.shape[0] / m.shape[0])), t.shape[0] - 1)
-    c = min(int(np.floor((j + 0.5) * t.shape[1] / m.shape[1])), t.shape[1] - 1)
-    return float(t[r, c])
-
-
-def points_hit(points, truth) -> float:
-    """Human-benchmark hit: 1 if any reader point ``(x, y)`` falls inside the mask (indexed
-    ``mask[int(y), int(x)]`` as CheXlocalize), 0 if none does, NaN for an empty mask."""
-    t = _mask(truth, "ground-truth mask")
-    if not t.any():
-        return float("nan")
-    for x, y in points:
-        r, c = int(y), int(x)
-        if 0 <= r < t.shape[0] and 0 <= c < t.shape[1] and t[r, c]:
-            return 1.0
-    return 0.0
-
-
-# --------------------------------------------------------------------------- ranking
-
-def _curve(m: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """False and true positive counts at each distinct score, highest first (one sort)."""
-    _, fps, _, tps, _ = confusion_matrix_at_thresholds(t.ravel(), m.ravel())
-    return np.asarray(fps, np.float64), np.asarray(tps, np.float64)
-
-
-def _roc_from(fps: np.ndarray, tps: np.ndarray) -> float:
-    return float(trapezoid_auc(np.r_[0.0, fps] / fps[-1], np.r_[0.0, tps] / tps[-1]))
-
-
-def _pr_from(fps: np.ndarray, tps: np.ndarray, variant: str) -> float:
-    # scikit-learn's precision_recall_curve: recall decreasing, ending at (recall 0, precision 1).
-    precision = np.r_[(tps / (tps + fps))[::-1], 1.0]
-    recall = np.r_[(tps / tps[-1])[::-1], 0.0]
-    if variant == "average_precision":
-        return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
-    return float(trapezoid_auc(recall, precision))
-
-
-def _ranked(saliency, truth, size) -> tuple[np.ndarray, np.ndarray]:
-    t = _mask(truth, "ground-truth mask")
-    m = _prepare(saliency, size or t.shape)
-    _same(m, t)
-    return m, t
-
-
-def roc_auc(saliency, truth, *, size: tuple[int, int] | None = None) -> float:
-    """ROC AUC with pixels as samples, the map as score and the mask as label (the thesis's
-    explanation AUC; equals scikit-learn's ``roc_auc_score``). NaN when the mask is empty or full."""
-    m, t = _ranked(saliency, truth, size)
-    if not t.any() or t.all():
-        return float("nan")
-    return _roc_from(*_curve(m, t))
-
-
-def pr_auc(saliency, truth, *, variant: str = "trapezoid", size: tuple[int, int] | None = None) -> float:
-    """Area under the precision–recall curve of map vs mask pixels.
-
-    ``trapezoid``: Arun et al.'s ``auc(recall, precision)`` over ``precision_recall_curve``;
-    ``average_precision``: scikit-learn's step-wise AP. NaN for an empty mask.
-    """
-    if variant not in PR_VARIANTS:
-        raise UnknownNameError("PR AUC variant", variant, PR_VARIANTS)
-    m, t = _ranked(saliency, truth, size)
-    if not t.any():
-        return float("nan")
-    return _pr_from(*_curve(m, t), variant)
-
-
-def ranking_metrics(saliency, truth, *, size: tuple[int, int] | None = None) -> dict[str, float]:
-    """:func:`roc_auc`, both :func:`pr_auc` variants (``pr_auc``, ``ap``) from one sort of the
-    pixels — what a precompute scores for every map. All NaN for an empty mask (ROC AUC also
-    for a full one)."""
-    m, t = _ranked(saliency, truth, size)
-    if not t.any():
-        return {"roc_auc": float("nan"), "pr_auc": float("nan"), "ap": float("nan")}
-    fps, tps = _curve(m, t)
-    return {"roc_auc": float("nan") if t.all() else _roc_from(fps, tps), "pr_auc": _pr_from(fps, tps, "trapezoid"),
-            "ap": _pr_from(fps, tps, "average_precision")}

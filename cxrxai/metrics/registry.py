@@ -139,7 +139,7 @@ for _m in (
     Metric("hit", "Hit", lambda s: pointing_game(s.upsampled, s.truth), "pointing",
            "pointing game: 1 when the map's maximum lies inside the ground truth", SAPORTA),
     Metric("pla", "PLA", lambda s: coarse_pointing_game(s.positive, s.truth), "pointing",
-           "the thesis's pointing game on the map's own grid (a cell touching the lesion counts)", THESIS),
+           "the thesis's point localization: the centre pixel of the map's most important cell lies in the lesion", THESIS),
     Metric("roc_auc", "AUC", lambda s: s.ranking["roc_auc"], "ranking",
            "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)", THESIS),
     Metric("pr_auc", "PR AUC", lambda s: s.ranking["pr_auc"], "ranking",

@@ -35,3 +35,12 @@ def test_degenerate_labels():
     assert auroc([0, 1, np.nan], [0.1, 0.9, 0.5]) == 1.0  # unknown labels are dropped
     with pytest.raises(MetricError):
         auroc([0, 2], [0.1, 0.2])
+
+
+def test_auroc_without_any_labelled_case_is_nan_not_an_error():
+    import numpy as np
+
+    from cxrxai.metrics.classification import auroc, auroc_ci
+
+    assert np.isnan(auroc([np.nan, np.nan], [0.2, 0.7]))
+    assert all(np.isnan(v) for v in auroc_ci([np.nan], [0.5]))

@@ -160,3 +160,14 @@ def test_bad_input_raises_typed_errors(bad, err):
 def test_unknown_convention_lists_the_allowed():
     with pytest.raises(UnknownNameError, match="true_positive"):
         iou(A, B, convention="strict")
+
+
+def test_tune_threshold_refuses_maps_and_masks_of_different_counts():
+    import numpy as np
+    import pytest
+
+    from cxrxai.errors import MetricError
+    from cxrxai.metrics.localization import tune_threshold
+
+    with pytest.raises(MetricError, match="2 maps and 1 masks"):
+        tune_threshold([np.eye(4), np.eye(4)], [np.eye(4, dtype=bool)])

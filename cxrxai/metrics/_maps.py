@@ -1,0 +1,16 @@
+"""Input checks shared by the localization metrics (see :mod:`cxrxai.validate`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..postprocess import upsample
+from ..validate import as_map, as_mask, same_shape
+
+_map, _mask, _same = as_map, as_mask, same_shape
+
+
+def _prepare(saliency, size: tuple[int, int] | None) -> np.ndarray:
+    """The map as float64, upsampled bilinearly to ``size`` first when given (CheXlocalize's order)."""
+    m = _map(saliency)
+    return upsample(m, size).astype(np.float64) if size is not None and m.shape != tuple(size) else m
