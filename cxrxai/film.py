@@ -146,6 +146,27 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
     return traces
 
 
+def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu) -> tuple:
+    """The film with the map blended in, the colour bar, and the Otsu contour (film pixels)."""
+    heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
+    rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
+    if hi <= lo:  # nothing to colour: say so instead of drawing a meaningless bar
+        return rgb, [go.Scatter(x=[0], y=[0], mode="text", textposition="bottom right", showlegend=False,
+                                hoverinfo="skip", textfont=dict(color="#ffd400"), text=[
+                                    "  no positive attribution: Scale raw shows the signed map"
+                                    if mode == "normalized" else "  the map is 0 everywhere"])]
+    traces = [go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
+        colorscale=DIVERGING if mode == "raw" else colorscale(colormap), cmin=lo, cmax=hi, color=[lo], showscale=True,
+        colorbar=dict(title=dict(text="map value" + (" (signed)" if mode == "raw" else ""), side="right"),
+                      thickness=12, len=0.8)))]
+    if otsu:
+        xs, ys = _contours(otsu_mask(saliency, size), 1.0)
+        traces.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
+                                 y=[y / f if y is not None else None for y in ys], mode="lines",
+                                 line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
+    return rgb, traces
+
+
 def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
                 points=(), mode: str = "normalized", colormap: str = "jet", alpha: float = 0.6, floor: float = 0.2,
                 top_k: float | None = None, smooth: bool = False, level: tuple[float, float] = (127.5, 255.0),
@@ -162,23 +183,14 @@ def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks:
     rgb = np.repeat(film[..., None], 3, axis=2)
     traces: list = []
     if saliency is not None and show_map:
-        heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
-        rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
-        scale = DIVERGING if mode == "raw" else colorscale(colormap)
-        traces.append(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
-            colorscale=scale, cmin=lo, cmax=hi, color=[lo], showscale=True,
-            colorbar=dict(title=dict(text="map value" + (" (signed)" if mode == "raw" else ""), side="right"),
-                          thickness=12, len=0.8))))
-        if otsu:
-            xs, ys = _contours(otsu_mask(saliency, size), 1.0)
-            traces.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
-                                     y=[y / f if y is not None else None for y in ys], mode="lines",
-                                     line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
+        rgb, traces = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha, floor=floor,
+                                  top_k=top_k, smooth=smooth, otsu=otsu)
     fig = go.Figure([go.Image(source=_png_source(rgb), x0=0, y0=0, dx=w / size[1], dy=h / size[0], hoverinfo="skip"),
                      *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
     fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
     fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain")
     fig.update_layout(height=height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title or None,
-                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), dragmode="zoom",
+                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, bgcolor="#262730",
+                                  font=dict(color="#fafafa")), dragmode="zoom",
                       plot_bgcolor="black", uirevision=revision or title)
     return fig

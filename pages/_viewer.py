@@ -11,7 +11,7 @@ import streamlit as st
 
 from cxrxai import film, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
-from cxrxai.live import JobState, case_job
+from cxrxai.live import JobState, case_job, warm_job
 from cxrxai.metrics import registry as metrics
 from cxrxai.metrics.registry import score_map
 from pages import _common as ui
@@ -54,6 +54,13 @@ def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | Non
     return None
 
 
+def warm(store, model_id: str) -> None:
+    """Load the model where live maps are computed before anyone asks for one (once per weights file)."""
+    row = store.models().set_index("model_id").loc[model_id]
+    if row["arch"] != "imported":
+        ui.worker().submit(warm_job(str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"])))
+
+
 def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
@@ -86,26 +93,25 @@ TOP_K = (None, 1, 5, 10, 25)
 
 
 def _display_controls(key, pixel_level: bool) -> dict:
-    """How the map is shown (never what is computed): mode, opacity, colours, floor, top-k, film window."""
-    d1, d2, d3, d4 = st.columns(4)
+    """How the map is shown (never what is computed): map on/off and scale up front, the rest folded."""
+    d1, d2 = st.columns([1, 2])
     show_map = d1.toggle("Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay")
     mode = d2.radio("Scale", MODES, horizontal=True, key=ui.kept(key("mode"), MODES[0], allowed=MODES),
                     help="normalized: positive part, min–max (how maps are scored); raw: signed, diverging around 0")
-    otsu = d3.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
-                     help="the segmentation IoU is scored on (CheXlocalize: min–max, then Otsu's threshold)")
-    smooth = d4.toggle("Smooth", key=ui.kept(key(f"smooth_{int(pixel_level)}"), pixel_level),
-                       help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
     with st.expander("Display"):
-        e1, e2, e3 = st.columns(3)
+        e1, e2 = st.columns(2)
+        otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
+                         help="the segmentation IoU is scored on (CheXlocalize: min–max, then Otsu's threshold)")
+        smooth = e2.toggle("Smooth", key=ui.kept(key(f"smooth_{int(pixel_level)}"), pixel_level),
+                           help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
         alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
         floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05, key=ui.kept(key("floor"), 0.2),
                           help="map values (on the colour bar's 0–1 scale) under this show the film only")
-        top_k = e3.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), None, allowed=TOP_K),
+        top_k = e1.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), None, allowed=TOP_K),
                              format_func=lambda v: "all" if v is None else f"top {v} %")
-        f1, f2 = st.columns(2)
-        cmap = f1.selectbox("Colour map", list(film.CV_COLORMAPS),
+        cmap = e2.selectbox("Colour map", list(film.CV_COLORMAPS),
                             key=ui.kept(key("cmap"), "jet", allowed=list(film.CV_COLORMAPS)))
-        lo, hi = f2.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
+        lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
     return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
             "top_k": top_k, "colormap": cmap, "level": ((lo + hi) / 2, max(1, hi - lo))}
 

@@ -91,6 +91,7 @@ st.markdown(f"**{row['outcome']}** · probability **{row['prob']:.3f}** (thresho
 with st.expander("Every label's probability for this image"):
     st.dataframe(summaries.case_probabilities(cases, case_id).round(3), hide_index=True)
 
+_viewer.warm(store, model_id)
 compare = st.toggle("Compare side by side", key=ui.kept("compare", False))
 slots = st.columns(2) if compare else [st.container()]
 for i, slot in enumerate(slots):

@@ -75,3 +75,13 @@ def test_a_large_film_is_sent_at_display_size_and_signed_maps_get_a_diverging_ba
     bar = next(t for t in fig.data if isinstance(t, go.Scatter) and t.marker.showscale)
     assert bar.marker.cmin == -bar.marker.cmax and "signed" in bar.marker.colorbar.title.text
     assert film_figure(film, None).data[0].source.startswith("data:image/png;base64,")
+
+
+def test_a_map_without_positive_values_says_so_instead_of_drawing_an_empty_scale():
+    fig = film_figure(_film(64, 64), -np.ones((8, 8), np.float32))
+    assert not any(isinstance(t, go.Scatter) and t.marker.showscale for t in fig.data)
+    note = next(t for t in fig.data if isinstance(t, go.Scatter) and t.mode == "text")
+    assert "Scale raw shows the signed map" in note.text[0]
+    raw = film_figure(_film(64, 64), -np.ones((8, 8), np.float32), mode="raw")
+    bar = next(t for t in raw.data if isinstance(t, go.Scatter) and t.marker.showscale)
+    assert (bar.marker.cmin, bar.marker.cmax) == (-1.0, 1.0)

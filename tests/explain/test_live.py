@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,7 +163,7 @@ def test_a_process_worker_computes_the_same_maps_and_survives_its_child(process_
 def test_a_case_job_is_computed_from_ids_without_loading_the_model_in_the_server(tiny_full_store, in_process):
     """The app sends (store, image id, label, weights path): the map equals the stored case's
     explained here, and with a process worker this process never loads the model."""
-    import cxrxai.live as live
+    import cxrxai.live.jobs as live
     from cxrxai.data.cases import case_image
     from cxrxai.live import case_job
     from cxrxai.models.registry import load
@@ -188,3 +189,32 @@ def test_a_case_job_is_computed_from_ids_without_loading_the_model_in_the_server
     np.testing.assert_allclose(job.result.to_map(), expected, atol=1e-5)
     assert job.key[1:5] == (str(tiny_full_store), image_id, "Effusion", "occlusion")
     assert (len(live._MODELS) == 1) is in_process  # loaded here only when the job ran in this process
+
+
+def test_a_warm_job_loads_the_model_once_and_the_process_worker_leaves_the_server_a_core(tiny_model_path, monkeypatch):
+    import json
+    import os
+
+    import cxrxai.live.jobs as jobs
+    from cxrxai.live import warm_job
+
+    spec = json.loads(Path(str(tiny_model_path)).with_suffix(".json").read_text())
+    spec_json = json.dumps(spec)
+    jobs._MODELS.clear()
+    w = LiveWorker()
+    try:
+        first = w.submit(warm_job(spec_json, str(tiny_model_path)))
+        assert first.wait(60) and first.state == JobState.DONE, first.error
+        assert len(jobs._MODELS) == 1
+        again = w.submit(warm_job(spec_json, str(tiny_model_path)))
+        assert again is first  # finished jobs are cached: a second visit does not reload
+    finally:
+        w.close()
+    monkeypatch.delenv("CXRXAI_LIVE_THREADS", raising=False)
+    p = LiveWorker(process=True)
+    p.close()
+    assert p.threads == max(1, (os.cpu_count() or 2) - 1)
+    monkeypatch.setenv("CXRXAI_LIVE_THREADS", "3")
+    p = LiveWorker(process=True)
+    p.close()
+    assert p.threads == 3

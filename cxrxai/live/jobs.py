@@ -1,0 +1,143 @@
+"""Live jobs: what a map request is, and the generators that compute it (anywhere: thread or child)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..explain import explain, get
+from ..store import params_key
+
+__all__ = ["Job", "JobState", "case_job", "explain_job", "warm_job"]
+
+
+class JobState:
+    QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+
+
+@dataclass
+class Job:
+    """A unit of live work: ``run(progress, cancelled)`` yields ``(stage, result)`` pairs."""
+
+    key: tuple
+    owner: str
+    run: Callable[[Callable[[int, int], None], Callable[[], bool]], Iterator[tuple[str, Any]]]
+    spec: dict | None = None  # picklable description for the child process (see explain_job)
+    state: str = JobState.QUEUED
+    progress: tuple[int, int] = (0, 0)
+    stage: str = ""
+    partial: Any = None
+    result: Any = None
+    error: str | None = None
+    seconds: float | None = None
+    submitted: float = field(default_factory=time.monotonic)
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _finished: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job has finished (or ``timeout`` seconds); True if it finished."""
+        return self._finished.wait(timeout)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+def _stages(model, image, target: int, method: str, params: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+    """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
+    (occlusion: the coarse grid, then the fine one), else one final map."""
+    meth = get(method)
+    if meth.progressive is not None:
+        own = {"output": model.spec.explained_output} if "output" in meth.defaults else {}
+        full = {**meth.stored_defaults, **own, **meth.check(params)}
+        yield from meth.progressive(model, image, target, full, progress, cancelled)
+    else:
+        yield "final", explain(model, image, target, method, **params)
+
+
+def explain_job(model, image, target: int, method: str, params: dict, *, owner: str, case_key: tuple,
+                weights_path: str | None = None) -> Job:
+    """A job computing one map: occlusion yields its coarse grid (stride = patch) first.
+
+    ``case_key`` identifies the image (e.g. store path and image id) for the result cache; the
+    result of occlusion is an :class:`~cxrxai.explain.OcclusionGrid`, of the rest a 2-D array.
+    With ``weights_path`` (the file ``model`` was loaded from) a process worker runs it in its
+    child process.
+    """
+    key = (model.spec.name, *case_key, int(target), method, params_key(params))
+    spec = None
+    if weights_path is not None:
+        spec = {"weights_path": str(weights_path), "model_spec": model.spec.to_json(),
+                "image": image.detach().cpu().contiguous().numpy(),
+                "target": int(target), "method": method, "params": dict(params)}
+    return Job(key=key, owner=owner, run=lambda progress, cancelled: _stages(
+        model, image, target, method, params, progress, cancelled), spec=spec)
+
+
+def case_job(store_path, image_id: str, label: str, method: str, params: dict, *, model_spec: str,
+             weights_path: str | None, owner: str) -> Job:
+    """A job computing one map of a stored case from ids only: the image is read from the store,
+    preprocessed and explained where the job runs — the worker's child process when the model has
+    a weights file — so the server process never loads the model.
+
+    ``model_spec`` is the store's JSON spec of the model; ``weights_path`` its weights (``None``:
+    built-in weights, computed in the worker thread)."""
+    name = json.loads(model_spec)["name"]
+    key = (name, str(store_path), image_id, label, method, params_key(params))
+    spec = {"store": str(store_path), "image_id": image_id, "label": label, "model_spec": model_spec,
+            "weights_path": weights_path, "method": method, "params": dict(params)}
+    return Job(key=key, owner=owner, run=lambda progress, cancelled: _case_stages(spec, progress, cancelled),
+               spec=spec if weights_path is not None else None)
+
+
+_MODELS: dict[tuple[str | None, str], Any] = {}  # models this process has loaded for case jobs
+
+
+def _loaded(model_spec: str, weights_path: str | None):
+    from ..models.spec import ModelSpec
+    from ..models.stored import load_stored
+
+    key = (weights_path, model_spec)
+    if key not in _MODELS:
+        _MODELS[key] = load_stored(ModelSpec.from_json(model_spec), weights_path)
+    return _MODELS[key]
+
+
+def _case_stages(spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+    from ..data.cases import case_image
+    from ..models.spec import preprocess
+    from ..store import open_store
+
+    model = _loaded(spec["model_spec"], spec["weights_path"])
+    with open_store(spec["store"]) as store:
+        row = store.image(spec["image_id"])
+        pixels = case_image(row, store.datasets().set_index("dataset").loc[row["dataset"]].to_dict())
+    x = preprocess(pixels, model.spec).to(model.device)
+    yield from _stages(model, x, model.spec.label_index(spec["label"]), spec["method"], spec["params"], progress,
+                       cancelled)
+
+
+def warm_job(model_spec: str, weights_path: str | None) -> Job:
+    """Load a model where live maps are computed and run one forward, so the first map a viewer asks
+    for does not pay for it (submitted when the explorer opens; cached like any finished job)."""
+    name = json.loads(model_spec)["name"]
+    spec = {"warm": True, "model_spec": model_spec, "weights_path": weights_path}
+    return Job(key=("warm", name, weights_path), owner="warm", run=lambda progress, cancelled: _warm(spec),
+               spec=spec if weights_path is not None else None)
+
+
+def _warm(spec: dict) -> Iterator[tuple[str, Any]]:
+    import torch
+
+    model = _loaded(spec["model_spec"], spec["weights_path"])
+    size = model.spec.input_size
+    with torch.inference_mode():
+        model.module(torch.zeros(1, 3, size, size, device=model.device))
+    yield "final", None

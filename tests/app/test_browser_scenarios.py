@@ -1,0 +1,106 @@
+"""Headless Chromium walks the three users' scenarios on the tiny demo store.
+
+* researcher: a TPR bar on Subgroups opens exactly that group's positives in the explorer;
+* presenter: explainer and parameters survive a visit to another page, and the URL holds them;
+* clinician / presenter: compare side by side at 1000 px wide — no element overlaps another.
+
+Screenshots go to ``tests/artifacts/``. Cancel and the lasso are pinned with AppTest
+(``test_linked_state.py``): the tiny model computes maps faster than a browser can click Cancel.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url  # noqa: F401 — fixtures
+
+from cxrxai import summaries
+from cxrxai.store import open_store
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _explorer_count(page) -> int:
+    text = page.get_by_text(re.compile(r"^\d+ of \d+ ")).first.inner_text()
+    return int(text.split(" ")[0])
+
+
+def test_researcher_a_tpr_bar_opens_exactly_that_groups_positives(app_url, tiny_full_store):  # noqa: F811
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _browser() as page:
+        page.goto(f"{app_url}/subgroups")
+        page.get_by_role("heading", name="Subgroups").first.wait_for(timeout=90_000)
+        chart = page.locator(".js-plotly-plot").first  # the rate chart
+        chart.wait_for(timeout=60_000)
+        chart.scroll_into_view_if_needed()
+        bars = chart.locator(".bars .point path")
+        # Plotly's drag layer takes the pointer: click where the widest bar is drawn
+        box = max((bars.nth(i).bounding_box() for i in range(bars.count())), key=lambda b: b["width"] * b["height"])
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        selected = page.get_by_text(re.compile(r"^Selected .* positives\.$")).first
+        selected.wait_for(timeout=30_000)
+        label, sex = selected.inner_text()[len("Selected "):-len(" · positives.")].split(" · ")
+        page.get_by_text("Open these cases in the explorer").first.click()
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        _no_error(page)
+        page.screenshot(path=str(ARTIFACTS / "scenario-bar-to-explorer.png"), full_page=True)
+        with open_store(tiny_full_store) as s:
+            cases = summaries.case_table(s, "tiny-densenet121")
+        want = cases[(cases.label == label) & (cases.sex == sex) & cases.outcome.isin(["TP", "FN"])]
+        assert _explorer_count(page) == len(want) > 0
+        assert "outcome=TP" in page.url and "outcome=FN" in page.url and f"sex={sex}" in page.url
+
+
+def test_presenter_settings_survive_navigation_and_live_in_the_url(app_url):  # noqa: F811
+    with _browser() as page:
+        page.goto(f"{app_url}/explorer")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
+        explainer.click()
+        page.get_by_role("option", name="Grad-CAM++", exact=True).click()
+        page.wait_for_timeout(1500)
+        assert "explainer=gradcam%2B%2B" in page.url or "explainer=gradcam++" in page.url
+        nav = page.locator('[data-testid="stSidebarNav"]')
+        nav.get_by_text("Overview").click()
+        page.get_by_role("heading", name="Overview").first.wait_for(timeout=60_000)
+        nav.get_by_text("Image explorer").click()
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        _no_error(page)
+        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
+        assert explainer.locator("input").first.input_value() == "Grad-CAM++"
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F811
+    with _browser() as page:
+        page.set_viewport_size({"width": 1000, "height": 1100})
+        page.goto(f"{app_url}/explorer")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        page.get_by_text("Compare side by side").first.click()
+        charts = page.locator('[data-testid="stPlotlyChart"]')
+        charts.nth(1).wait_for(timeout=120_000)
+        page.wait_for_timeout(3000)
+        _no_error(page)
+        charts.nth(0).scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "scenario-compare-1000px.png"))
+        columns = page.locator('[data-testid="stColumn"]:has([data-testid="stPlotlyChart"])')
+        boxes = []
+        for k in range(2):
+            col = columns.nth(columns.count() - 2 + k)
+            parts = col.locator('[data-testid="stPlotlyChart"], [data-testid="stSelectbox"], [data-testid="stSlider"]')
+            boxes.append([parts.nth(i).bounding_box() for i in range(parts.count())])
+        left, right = boxes
+        assert left and right
+        assert not any(_overlap(a, b) for a in left for b in right)
+        chart_widths = [b["width"] for b in (left + right) if b["height"] > 300]
+        assert len(chart_widths) == 2 and min(chart_widths) >= 300  # each film at least 300 px wide
+        assert max(b["x"] + b["width"] for b in left + right) <= 1000
+        captions = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="tiny-densenet121 ·")
+        assert captions.count() >= 2  # each panel names its model
