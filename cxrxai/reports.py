@@ -117,7 +117,7 @@ def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive") ->
         for metric in ("iou", "pla", "roc_auc"):
             v = c[metric].to_numpy(float)
             v = v[np.isfinite(v)]
-            if len(v) > 1:
+            if len(v) >= stats.MIN_CI_N:
                 b = stats.bootstrap_table(pd.DataFrame({metric: v}), n_boot=1000).iloc[0]
                 row.update({metric: float(v.mean()), f"{metric}_lower": b["lower"], f"{metric}_upper": b["upper"]})
             else:

@@ -31,6 +31,7 @@ from .errors import MetricError, UnknownNameError
 __all__ = [
     "NORMALIZATIONS",
     "bootstrap_replicates",
+    "MIN_CI_N",
     "bootstrap_table",
     "confidence_regressions",
     "feature_regressions",
@@ -65,14 +66,19 @@ def bootstrap_replicates(df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     return pd.DataFrame(out, columns=df.columns)
 
 
+#: No interval is computed from fewer cases than this: its bounds are NaN (the table says why).
+MIN_CI_N = 5
+
+
 def bootstrap_table(df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, joint: bool = True,
                     bounds: str = "chexlocalize") -> pd.DataFrame:
-    """Per column: lower, mean, upper and the point estimate (NaN-skipping mean), with n."""
+    """Per column: lower, mean, upper and the point estimate (NaN-skipping mean), with n; a column
+    with fewer than :data:`MIN_CI_N` cases gets no interval (NaN bounds)."""
     reps = bootstrap_replicates(df, n_boot=n_boot, seed=seed, joint=joint)
     rows = []
     for col in df.columns:
         r = reps[col].to_numpy()
-        lo, hi = _bounds(r, bounds)
+        lo, hi = _bounds(r, bounds) if df[col].notna().sum() >= MIN_CI_N else (float("nan"), float("nan"))
         rows.append({"name": col, "n": int(df[col].notna().sum()), "estimate": float(np.nanmean(df[col])),
                      "lower": lo, "mean": float(np.nanmean(r)), "upper": hi})
     return pd.DataFrame(rows)

@@ -103,12 +103,28 @@ def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -
     return fig
 
 
+#: Cells, points and bars resting on fewer cases than this are greyed (shown, never hidden).
+SMALL_N = 10
+
+
 def explainer_heatmap(table: pd.DataFrame, value: str = "auc") -> go.Figure:
-    """Explainer × finding heatmap of a mean metric (thesis Table 1)."""
+    """Explainer × finding heatmap of a mean metric (thesis Table 1): each cell shows its value and
+    n; cells from fewer than :data:`SMALL_N` cases are grey; a cell with no value says why."""
     wide = table.pivot(index="explainer", columns="label", values=value)
-    fig = go.Figure(go.Heatmap(z=wide.values, x=wide.columns, y=wide.index, colorscale="Blues",
-                               text=np.round(wide.values, 3), texttemplate="%{text}", hoverongaps=False))
-    fig.update_layout(title=f"{value.upper()} per explainer and finding", **_LAYOUT)
+    n = table.pivot(index="explainer", columns="label", values="n").reindex_like(wide).fillna(0).astype(int)
+    v = wide.to_numpy(float)
+    small = (n.to_numpy() < SMALL_N) | np.isnan(v)
+    text = np.where(np.isnan(v), np.where(n.to_numpy() == 0, "no case", "not defined<br>n=" + n.astype(str).to_numpy()),
+                    np.char.add(np.char.add(np.round(np.nan_to_num(v), 3).astype(str), "<br>n="), n.astype(str).to_numpy()))
+    fig = go.Figure([
+        go.Heatmap(z=np.where(small, np.nan, v), x=wide.columns, y=wide.index, colorscale="Blues", text=text,
+                   texttemplate="%{text}", hoverongaps=False, name=f"n ≥ {SMALL_N}",
+                   colorbar=dict(title=value.upper())),
+        go.Heatmap(z=np.where(small, 1.0, np.nan), x=wide.columns, y=wide.index,
+                   colorscale=[[0, "#e5e5e5"], [1, "#e5e5e5"]], showscale=False, text=text, texttemplate="%{text}",
+                   hoverongaps=False, name=f"n < {SMALL_N}"),
+    ])
+    fig.update_layout(title=f"{value.upper()} per explainer and finding (grey: fewer than {SMALL_N} cases)", **_LAYOUT)
     return fig
 
 
