@@ -15,7 +15,7 @@ from ..data.second_reader import synthetic_reader
 from ..labels import DEMO_LABELS
 from ..models.registry import load
 from ..store import write_store
-from .maps import DEMO_PLAN, cam_stage, maps_stage, sweep_stage
+from .maps import MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
@@ -49,7 +49,7 @@ def demo_stages(*, full: bool = False) -> list[Stage]:
     """The demo build: predictions, thresholds, Grad-CAM/Grad-CAM++ for every test image × finding,
     sampled GradientSHAP / IG / occlusion maps, the thesis's occlusion sweep, then the metric
     stages (localization, baselines, geometry, trust, fidelity). ``full`` lifts the sampling."""
-    plan = DEMO_PLAN.full() if full else DEMO_PLAN
+    plan = MapPlan().full() if full else MapPlan()
     trust_plan = TrustPlan(images=30, methods=(*TrustPlan().methods, TRUST_IG)) if full else TrustPlan()
     fidelity_plan = FidelityPlan(cases=40, methods=("gradcam", "occlusion")) if full else FidelityPlan()
     return [

@@ -89,6 +89,8 @@ class MapPlan:
                        self.sweep, 10**9, self.seed)
 
 
+#: The plan of the explainers registered when this module was imported (:class:`MapPlan` () asks
+#: the registry again: a build uses that, so a method registered later is planned too).
 DEMO_PLAN = MapPlan()
 default_config = planned
 
@@ -156,10 +158,11 @@ def _row(model, image_id, label, method, params, kind, values, seconds):
             "device": model.device.type}
 
 
-def cam_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
+def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The cheap methods (Grad-CAM, Grad-CAM++) for every image × finding of the split (positives and
     negatives, so the full-dataset conventions can be scored); one pass per image for all labels
     where the method has a closed form for the model (DenseNet)."""
+    plan = plan or MapPlan()
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels, positive_only=False))
     params = {m: resolved_params(m, {}, model) for m in plan.cams}
@@ -210,8 +213,9 @@ def _dense_maps(model, x: torch.Tensor, ids: list[str], method: str, stored: dic
     return out
 
 
-def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
+def maps_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The sampled costly methods (GradientSHAP, IG, occlusion as its window grid, ...)."""
+    plan = plan or MapPlan()
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
     report = {}
@@ -233,8 +237,9 @@ def maps_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
     return report
 
 
-def sweep_stage(ctx, plan: MapPlan = DEMO_PLAN) -> dict:
+def sweep_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The thesis's occlusion patch/stride sweep (Table S4) on one set of cases shared by every setting, timed."""
+    plan = plan or MapPlan()
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
     per_label = max(1, -(-plan.sweep_cases // max(1, pairs.label.nunique())))  # one fixed set shared by every setting
