@@ -214,7 +214,8 @@ def _progress(job, method: str, params: dict, slot: int) -> None:
     done, total = job.progress
     two_pass = get(method).progressive is not None and params.get("stride") != params.get("patch")
     if total:
-        stage = ("fine pass" if job.stage == "coarse" else "coarse pass (stride = patch)") if two_pass else "computing"
+        stage = ("fine pass" if job.stage == "coarse" else "coarse pass (stride = patch)") if two_pass else (
+            "windows" if get(method).progressive is not None else get(method).unit)
         text = f"{get(method).title} · {stage} · {done}/{total}"
     else:
         text = f"{get(method).title} · {job.state}… ({ui.worker().queue_length()} queued)"

@@ -133,6 +133,11 @@ def _xrai(module, spec, images, targets, *, steps=50, output="logit", internal_b
     return torch.stack(out)
 
 
+def _batches(params: dict) -> int:
+    """Forward passes of one integrated-gradients path: ``steps`` points, ``internal_batch_size`` at a time."""
+    return -(-int(params["steps"]) // int(params.get("internal_batch_size") or params["steps"]))
+
+
 STEPS = Param("steps", 50, int, "integration steps along the path", range=(1, 10_000), control=(8, 16, 25, 50, 100),
               label="Integration steps")
 INTERNAL_BATCH = Param("internal_batch_size", 16, int, "path points per forward", range=(1, 4096), runtime=True)
@@ -154,7 +159,7 @@ register(Method("ig", "pixel", (OUTPUT, REDUCE, BASELINE, STEPS, Param(
     Param("nt_samples", 0, int, "noise-tunnel copies (0: plain IG)", range=(0, 10_000)), *NOISE, SEED),
     "Sundararajan et al., Axiomatic Attribution for Deep Networks, ICML 2017, arXiv:1703.01365",
     run=_pixel(integrated_gradients, needs_baseline=True), label="Integrated Gradients", cost="costly",
-    plan_per_label=1))
+    plan_per_label=1, passes=lambda p: _batches(p) * max(1, p["nt_samples"]), unit="integration batches"))
 register(Method("gradientshap", "pixel", (OUTPUT, REDUCE, BASELINE, Param(
     "n_samples", 5, int, "random baselines × points per map", range=(1, 10_000), control=(5, 10, 20, 50),
     label="Samples"), Param("stdevs", 0.0, float, "noise added to each sample", range=(0.0, 10.0)), SEED),
@@ -188,4 +193,5 @@ register(Method("xrai", "pixel", (STEPS, OUTPUT, INTERNAL_BATCH,
                                   Param("min_size", None, object, "smallest segment (px)"),
                                   Param("dilation_radius", 5, int, "segment dilation (px)", range=(0, 100))),
                 "Kapishnikov et al., XRAI, ICCV 2019, doi:10.1109/ICCV.2019.00505", run=_xrai, label="XRAI",
-                cost="costly", batched=False))
+                cost="costly", batched=False, passes=lambda p: 2 * _batches(p),
+                unit="integration batches (black and white baselines), then segments"))

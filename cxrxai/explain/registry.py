@@ -97,7 +97,9 @@ class Method:
     ``all_labels(model, x, params)`` (every label's map from one pass, ``None`` when the model does
     not allow it), ``store(model, x, target, params)`` (the native values to store and their kind,
     default ``run``'s map) and ``progressive(model, x, target, params, progress, cancel)`` (yields
-    ``(stage, partial)`` for the live viewer, default one final map).
+    ``(stage, partial)`` for the live viewer, default one final map); ``passes(params)`` how many
+    forward passes of the model one map takes (counted in ``unit`` s by the live worker's progress
+    bar, which also cancels between them).
     """
 
     name: str
@@ -114,6 +116,8 @@ class Method:
     all_labels: Callable | None = field(repr=False, default=None)
     store: Callable | None = field(repr=False, default=None)
     progressive: Callable[..., Iterator] | None = field(repr=False, default=None)
+    passes: Callable[[dict], int] | None = field(repr=False, default=None)
+    unit: str = "forward passes"
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -6,10 +6,11 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..explain import explain, get
+from ..explain import Cancelled, explain, get
 from ..store import params_key
 
 __all__ = ["Job", "JobState", "case_job", "explain_job", "warm_job"]
@@ -59,7 +60,28 @@ def _stages(model, image, target: int, method: str, params: dict, progress, canc
         full = {**meth.stored_defaults, **own, **meth.check(params)}
         yield from meth.progressive(model, image, target, full, progress, cancelled)
     else:
-        yield "final", explain(model, image, target, method, **params)
+        # one forward checks the target against the model's outputs, then the method's own
+        total = 1 + (meth.passes({**meth.defaults, **params}) if meth.passes is not None else 1)
+        with _watched(model.module, progress, cancelled, total):
+            yield "final", explain(model, image, target, method, **params)
+
+
+@contextmanager
+def _watched(module, progress, cancelled, total: int) -> Iterator[None]:
+    """Count the model's forward passes as progress and stop at the next one once cancelled."""
+    done = [0]
+
+    def before_forward(_module, _inputs):
+        if cancelled():
+            raise Cancelled("cancelled")
+        done[0] += 1
+        progress(done[0], max(total, done[0]))
+
+    handle = module.register_forward_pre_hook(before_forward)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def explain_job(model, image, target: int, method: str, params: dict, *, owner: str, case_key: tuple,
