@@ -71,14 +71,15 @@ MIN_CI_N = 5
 
 
 def bootstrap_table(df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, joint: bool = True,
-                    bounds: str = "chexlocalize") -> pd.DataFrame:
+                    bounds: str = "chexlocalize", min_n: int = MIN_CI_N) -> pd.DataFrame:
     """Per column: lower, mean, upper and the point estimate (NaN-skipping mean), with n; a column
-    with fewer than :data:`MIN_CI_N` cases gets no interval (NaN bounds)."""
+    with fewer than ``min_n`` cases gets no interval (NaN bounds; CheXlocalize's own code has no
+    such floor: ``min_n=1`` reproduces it)."""
     reps = bootstrap_replicates(df, n_boot=n_boot, seed=seed, joint=joint)
     rows = []
     for col in df.columns:
         r = reps[col].to_numpy()
-        lo, hi = _bounds(r, bounds) if df[col].notna().sum() >= MIN_CI_N else (float("nan"), float("nan"))
+        lo, hi = _bounds(r, bounds) if df[col].notna().sum() >= min_n else (float("nan"), float("nan"))
         rows.append({"name": col, "n": int(df[col].notna().sum()), "estimate": float(np.nanmean(df[col])),
                      "lower": lo, "mean": float(np.nanmean(r)), "upper": hi})
     return pd.DataFrame(rows)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-__all__ = ["from_url", "keep_all", "kept", "set_kept", "to_url"]
+__all__ = ["current", "from_url", "keep_all", "kept", "set_kept", "to_url"]
 
 _SAVED = "_kept"  # {widget key: last value}
 _KEYS = "_kept_keys"  # widget keys registered as persistent
@@ -35,6 +35,13 @@ def kept(key: str, default, *, allowed=None) -> str:
 def _within(value, allowed) -> bool:
     allowed = list(allowed)
     return all(v in allowed for v in value) if isinstance(value, list) else value in allowed
+
+
+def current(key: str, default=None):
+    """A persistent widget's value before its widget is drawn in this run (drawn or kept)."""
+    if key in st.session_state:
+        return st.session_state[key]
+    return st.session_state.get(_SAVED, {}).get(key, default)
 
 
 def keep_all() -> None:

@@ -91,14 +91,16 @@ st.markdown(f"**{row['outcome']}** · probability **{row['prob']:.3f}** (thresho
 with st.expander("Every label's probability for this image"):
     st.dataframe(summaries.case_probabilities(cases, case_id).round(3), hide_index=True)
 
+# The URL before the panels: a live map's polling may end this run early, and the widgets' new
+# values are already in the session at the start of the run.
+method = ui.current("method_0")
+controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in get_method(method).controls} if method else {}
+ui.to_url({"finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id, "explainer": method,
+           **controls})
+
 _viewer.warm(store, model_id)
 compare = st.toggle("Compare side by side", key=ui.kept("compare", False))
 slots = st.columns(2) if compare else [st.container()]
 for i, slot in enumerate(slots):
     with slot:
         _viewer.panel(store, model_id, case_id, finding, slot=i)
-
-method = st.session_state.get("method_0")
-controls = {f"p_{p.name}": st.session_state.get(f"{p.name}_0") for p in get_method(method).controls} if method else {}
-ui.to_url({"finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id, "explainer": method,
-           **controls})

@@ -9,6 +9,7 @@ installs it); Playwright drives it directly, without downloading a browser of it
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -134,4 +135,4 @@ def test_every_page_and_live_occlusion_in_chromium(app_url):
         _no_error(page)
         page.screenshot(path=str(ARTIFACTS / "explorer-occlusion-live.png"), full_page=True)
         assert "Occlusion patch 24 stride 12" in live.inner_text()  # one step left of 32/16 on each slider
-        assert "explainer=occlusion" in page.url and "p_patch=24" in page.url and "p_stride=12" in page.url
+        page.wait_for_url(re.compile(r"explainer=occlusion.*p_patch=24&p_stride=12"), timeout=30_000)

@@ -60,8 +60,7 @@ def test_presenter_settings_survive_navigation_and_live_in_the_url(app_url):  # 
         explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
         explainer.click()
         page.get_by_role("option", name="Grad-CAM++", exact=True).click()
-        page.wait_for_timeout(1500)
-        assert "explainer=gradcam%2B%2B" in page.url or "explainer=gradcam++" in page.url
+        page.wait_for_url(re.compile(r"explainer=gradcam(%2B%2B|\+\+)"), timeout=30_000)
         nav = page.locator('[data-testid="stSidebarNav"]')
         nav.get_by_text("Overview").click()
         page.get_by_role("heading", name="Overview").first.wait_for(timeout=60_000)
