@@ -60,8 +60,8 @@ def missing(what: str, command: str | None = None, *, store: Store | None = None
 
 def explainer_select(store: Store, model_id: str, *, key: str, container=st, label: str = "Explainer") -> str:
     """The explainers with stored maps for ``model_id`` (registry order and names; every registered
-    one when none is stored yet), with the chosen method's reference underneath."""
-    stored = set(store.map_index(model_id=model_id)["method"]) if model_id else set()
+    one when none is stored yet)."""
+    stored = set(store.stored_methods(model_id)) if model_id else set()
     names = [m for m in method_names() if m in stored] or method_names()
     choice = container.selectbox(label, names, key=key, format_func=lambda m: get_method(m).title,
                                  help="Explainers with maps precomputed for this model")

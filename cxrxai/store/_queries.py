@@ -237,6 +237,12 @@ class Queries:
         return df
 
     # ------------------------------------------------------------------ maps
+    def stored_methods(self, model_id: str) -> list[str]:
+        """The explainers with stored maps for ``model_id`` (one query, whatever the number of maps)."""
+        if not self.has_table("maps"):
+            return []
+        return sorted(r[0] for r in self._rows("SELECT DISTINCT method FROM maps WHERE model_id = ?", [model_id]))
+
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,
                   label: str | None = None, method: str | None = None) -> pd.DataFrame:
         """Which maps exist (no values): model, image, label, method, parameters, seconds."""

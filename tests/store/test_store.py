@@ -261,3 +261,13 @@ def test_writing_migrates_a_v2_store_to_source_and_method_columns(tmp_path):
         assert len(w.table("localization", method="gradcam")) == 2
     with open_store(path) as s:
         assert _sources(s.table("localization", source="explainer")) == [("explainer", "gradcam", 0.4)]
+
+
+def test_stored_methods_lists_each_explainer_with_maps_once(store_path):
+    with write_store(store_path) as w:
+        w.put_model(ModelSpec(name="m", arch="densenet121", labels=("A", "B")))
+        rows = [{"model_id": "m", "image_id": i, "label": "A", "method": meth, "params": {"k": k}, "target": "logit",
+                 "kind": "cam", "values": np.zeros((2, 2), np.float32), "seconds": 0.1, "device": "cpu"}
+                for i in ("i1", "i2") for meth in ("gradcam", "occlusion") for k in (1, 2)]
+        w.put_maps(rows)
+        assert w.stored_methods("m") == ["gradcam", "occlusion"] and w.stored_methods("other") == []
