@@ -19,9 +19,10 @@ import plotly.graph_objects as go
 
 from .errors import DataError, UnknownNameError
 from .metrics.localization import otsu_mask
+from .overlay import COLORMAPS
 from .postprocess import minmax, positive, upsample
 
-__all__ = ["CV_COLORMAPS", "DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale", "display_heat", "film_figure",
+__all__ = ["DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale", "display_heat", "film_figure",
            "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
@@ -29,8 +30,6 @@ DISPLAY_SIDE = 1024
 #: (colour, dash) per reader in drawing order: the reference first.
 READER_STYLES = [("#ffffff", "solid"), ("#ffd400", "dash"), ("#00e5ff", "dot"), ("#ff6ec7", "dashdot"),
                  ("#7CFC00", "longdash")]
-CV_COLORMAPS = {"jet": cv2.COLORMAP_JET, "inferno": cv2.COLORMAP_INFERNO, "viridis": cv2.COLORMAP_VIRIDIS,
-                "turbo": cv2.COLORMAP_TURBO, "hot": cv2.COLORMAP_HOT}
 DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
 
 
@@ -89,7 +88,7 @@ def blend(film_rgb: np.ndarray, heat: np.ndarray, *, colormap: str = "jet", alph
         color[..., 1] = np.where(v > 0, 24, 102)
         color[..., 2] = np.where(v > 0, 43, 172)
     else:
-        color = cv2.applyColorMap(np.uint8(255 * np.clip(mag, 0, 1)), CV_COLORMAPS.get(colormap, cv2.COLORMAP_JET))
+        color = cv2.applyColorMap(np.uint8(255 * np.clip(mag, 0, 1)), COLORMAPS.get(colormap, cv2.COLORMAP_JET))
         color = color[..., ::-1].astype(np.float32)
     out = film_rgb.astype(np.float32) * (1 - weight[..., None]) + color * weight[..., None]
     return out.round().astype(np.uint8)
@@ -98,7 +97,7 @@ def blend(film_rgb: np.ndarray, heat: np.ndarray, *, colormap: str = "jet", alph
 def colorscale(colormap: str, *, stops: int = 11) -> list:
     """A Plotly colour scale sampled from the OpenCV colour map the overlay uses."""
     ramp = np.linspace(0, 255, stops).astype(np.uint8)[None, :]
-    rgb = cv2.applyColorMap(ramp, CV_COLORMAPS.get(colormap, cv2.COLORMAP_JET))[0, :, ::-1]
+    rgb = cv2.applyColorMap(ramp, COLORMAPS.get(colormap, cv2.COLORMAP_JET))[0, :, ::-1]
     return [[i / (stops - 1), f"rgb({r},{g},{b})"] for i, (r, g, b) in enumerate(rgb.tolist())]
 
 

@@ -54,11 +54,24 @@ def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | Non
     return None
 
 
+def _live_model(store, model_id: str) -> tuple[str, str | None] | None:
+    """(spec JSON, weights path) of a model live maps can be computed with; None for imported predictions."""
+    row = store.models().set_index("model_id").loc[model_id]
+    if row["arch"] == "imported":
+        return None
+    return str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"])
+
+
+def _as_map(value):
+    """A live job's result or partial as a 2-D map (occlusion results are window grids)."""
+    return value.to_map() if isinstance(value, OcclusionGrid) else value
+
+
 def warm(store, model_id: str) -> None:
     """Load the model where live maps are computed before anyone asks for one (once per weights file)."""
-    row = store.models().set_index("model_id").loc[model_id]
-    if row["arch"] != "imported":
-        ui.worker().submit(warm_job(str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"])))
+    live = _live_model(store, model_id)
+    if live is not None:
+        ui.worker().submit(warm_job(*live))
 
 
 def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
@@ -109,8 +122,8 @@ def _display_controls(key, pixel_level: bool) -> dict:
                           help="map values (on the colour bar's 0–1 scale) under this show the film only")
         top_k = e1.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), None, allowed=TOP_K),
                              format_func=lambda v: "all" if v is None else f"top {v} %")
-        cmap = e2.selectbox("Colour map", list(film.CV_COLORMAPS),
-                            key=ui.kept(key("cmap"), "jet", allowed=list(film.CV_COLORMAPS)))
+        cmap = e2.selectbox("Colour map", list(overlay.COLORMAPS),
+                            key=ui.kept(key("cmap"), "jet", allowed=list(overlay.COLORMAPS)))
         lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
     return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
             "top_k": top_k, "colormap": cmap, "level": ((lo + hi) / 2, max(1, hi - lo))}
@@ -183,13 +196,12 @@ def _scores(saliency, gt, img, label) -> None:
 def _live(store, model_id, case_id, label, method, params, slot):
     """(map or partial or None, what it is, the job while it runs). A cancelled request shows its
     partial map and is not submitted again until a setting changes."""
-    row = store.models().set_index("model_id").loc[model_id]
-    if row["arch"] == "imported":
+    live = _live_model(store, model_id)
+    if live is None:
         return None, "live recomputation unavailable (predictions imported without a model)", None
-    weights = None if pd.isna(row["weights_path"]) else str(row["weights_path"])
     # Ids only: the worker's child reads, preprocesses and explains the image (no model in this process).
-    job = case_job(str(store.path), case_id, label, method, params, model_spec=str(row["spec"]),
-                   weights_path=weights, owner=f"{ui.session_owner()}:{slot}")
+    job = case_job(str(store.path), case_id, label, method, params, model_spec=live[0], weights_path=live[1],
+                   owner=f"{ui.session_owner()}:{slot}")
     cancelled = st.session_state.get(f"cancelled_{slot}")
     if cancelled is not None and cancelled[0] == job.key:
         st.warning("Cancelled: the partial map is shown. Change a setting to compute again.")
@@ -197,7 +209,7 @@ def _live(store, model_id, case_id, label, method, params, slot):
     job = ui.worker().submit(job)
     job.wait(FIRST_WAIT_S)  # fast explainers finish here, with no polling at all
     current = job.result if job.state == JobState.DONE else job.partial
-    value = current.to_map() if isinstance(current, OcclusionGrid) else current
+    value = _as_map(current)
     if job.state == JobState.DONE:
         return value, f"recomputed live on {ui.worker().device_name()} in {job.seconds:.2f} s", None
     if job.state == JobState.FAILED:
@@ -224,9 +236,7 @@ def _progress(job, method: str, params: dict, slot: int) -> None:
     if c2.button("Cancel", key=f"cancel_{slot}"):
         job.cancel()
         job.wait(5.0)  # the worker stops within one window batch
-        current = job.partial
-        st.session_state[f"cancelled_{slot}"] = (job.key, current.to_map() if isinstance(current, OcclusionGrid)
-                                                 else current)
+        st.session_state[f"cancelled_{slot}"] = (job.key, _as_map(job.partial))
         st.rerun()
 
 

@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "summaries": BASE | {"metrics", "store"},
     "reports": BASE | {"metrics", "store", "summaries"},
     "overlay": BASE | {"metrics"},
-    "film": BASE | {"metrics"},
+    "film": BASE | {"metrics", "overlay"},
     "viz": BASE | {"metrics"},
     "exports": BASE | {"data", "metrics", "store", "explain"},
     "live": BASE | {"data", "models", "store", "explain"},

@@ -53,9 +53,16 @@ __all__ = [
     "postprocess",
     "random_map",
     "rebuild_map",
+    "resolved_params",
     "register",
     "unregister",
 ]
+
+
+def resolved_params(model, method: str, params: dict) -> dict:
+    """Every parameter ``explain(model, ..., method, **params)`` runs with: checked ``params`` over
+    the method's defaults, the output the model's spec explains unless ``output`` is given."""
+    return _resolve(model, method, params)[3]
 
 
 def _resolve(model, method: str, params: dict):

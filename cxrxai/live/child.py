@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import CxrxaiError
 from ..explain import Cancelled
-from .jobs import _case_stages, _stages, _warm
+from .jobs import _case_stages, _loaded, _stages, _warm
 
 __all__ = ["ChildError"]
 
@@ -94,10 +94,6 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
     if threads:  # leave the server process a core: its pages must answer while a map computes
         torch.set_num_threads(threads)
 
-    from ..models.spec import ModelSpec
-    from ..models.stored import load_stored
-
-    models: dict[str, Any] = {}
     while True:
         try:
             msg = conn.recv()
@@ -107,20 +103,16 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
             return
         jid, spec = msg
         send_progress = lambda done, total: conn.send((jid, "progress", done, total))  # noqa: E731
+        cancelled = lambda: cancel.value == jid  # noqa: E731
         try:
-            if "store" in spec or spec.get("warm"):  # a case job (read, preprocess, explain here) or a warm-up
-                cancelled = lambda: cancel.value == jid  # noqa: E731
-                stages = _warm(spec) if spec.get("warm") else _case_stages(spec, send_progress, cancelled)
-                for stage, value in stages:
-                    conn.send((jid, "stage", stage, value))
-                conn.send((jid, "done"))
-                continue
-            if spec["weights_path"] not in models:
-                models[spec["weights_path"]] = load_stored(ModelSpec.from_json(spec["model_spec"]), spec["weights_path"])
-            model = models[spec["weights_path"]]
-            image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
-            stages = _stages(model, image, spec["target"], spec["method"], spec["params"], send_progress,
-                             lambda: cancel.value == jid)
+            if spec.get("warm"):
+                stages = _warm(spec)
+            elif "store" in spec:  # a case job: read, preprocess and explain here
+                stages = _case_stages(spec, send_progress, cancelled)
+            else:  # an image sent by explain_job
+                model = _loaded(spec["model_spec"], spec["weights_path"])  # one model cache per process
+                image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
+                stages = _stages(model, image, spec["target"], spec["method"], spec["params"], send_progress, cancelled)
             for stage, value in stages:
                 conn.send((jid, "stage", stage, value))
             conn.send((jid, "done"))

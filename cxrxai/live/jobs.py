@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..explain import Cancelled, explain, get
+from ..explain import Cancelled, explain, get, resolved_params
 from ..store import params_key
 
 __all__ = ["Job", "JobState", "case_job", "explain_job", "warm_job"]
@@ -56,9 +56,8 @@ def _stages(model, image, target: int, method: str, params: dict, progress, canc
     (occlusion: the coarse grid, then the fine one), else one final map."""
     meth = get(method)
     if meth.progressive is not None:
-        own = {"output": model.spec.explained_output} if "output" in meth.defaults else {}
-        full = {**meth.stored_defaults, **own, **meth.check(params)}
-        yield from meth.progressive(model, image, target, full, progress, cancelled)
+        yield from meth.progressive(model, image, target, resolved_params(model, method, params), progress,
+                                    cancelled)
     else:
         # one forward checks the target against the model's outputs, then the method's own
         total = 1 + (meth.passes({**meth.defaults, **params}) if meth.passes is not None else 1)
