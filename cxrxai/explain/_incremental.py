@@ -153,6 +153,11 @@ class IncrementalDenseNet:
         for i in range(len(chunk)):
             r, c = win_r.start[i], win_c.start[i]
             t2[i, :, r:r + win_r.size, c:c + win_c.size] = t2_win[i]
+        return self._tail(t2)
+
+    def _tail(self, t2: torch.Tensor) -> torch.Tensor:
+        """Blocks 3–4 and the classifier: every window changes all of them, so they run in full."""
+        f = self.f
         h = f.denseblock3(t2.contiguous(memory_format=torch.channels_last))
         h = f.norm5(f.denseblock4(f.transition3(h)))
         h = F.adaptive_avg_pool2d(F.relu(h), 1).flatten(1)
