@@ -16,20 +16,25 @@ from collections.abc import Iterable
 import cv2
 import numpy as np
 import plotly.graph_objects as go
+from captum.attr._utils.visualization import _cumulative_sum_threshold
+from plotly.subplots import make_subplots
 
 from .errors import DataError, UnknownNameError
 from .metrics.localization import otsu_mask
 from .overlay import COLORMAPS
 from .postprocess import minmax, positive, upsample
 
-__all__ = ["DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale", "display_heat", "film_figure",
-           "window"]
+__all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale",
+           "display_heat", "film_figure", "film_grid", "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
 #: (colour, dash) per reader in drawing order: the reference first.
 READER_STYLES = [("#ffffff", "solid"), ("#ffd400", "dash"), ("#00e5ff", "dot"), ("#ff6ec7", "dashdot"),
                  ("#7CFC00", "longdash")]
+#: How a map becomes the 0–1 (or −1–1) values the colour map shows: see ``display_heat``.
+DISPLAY_MODES = ("normalized", "captum", "raw")
+CAPTUM_OUTLIER_PERCENT = 2
 DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
 
 
@@ -50,7 +55,10 @@ def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "no
     """The map on the display grid and its scale in map units.
 
     ``normalized``: the positive part, upsampled bilinearly, min–max to [0, 1] (the scoring
-    pipeline's view); ``raw``: the signed map divided by its largest magnitude, in [−1, 1].
+    pipeline's view); ``captum``: the positive part divided by the value where its sorted
+    cumulative sum reaches 98 %, clipped to [0, 1] (Captum's ``visualize_image_attr`` with
+    ``outlier_perc=2``: a few extreme pixels cannot wash the rest out); ``raw``: the signed map
+    divided by its largest magnitude, in [−1, 1].
     ``smooth`` blurs a pixel-level map (σ = 1 % of its side) so fine attributions are visible;
     ``top_k`` (percent) keeps only the largest values, the rest NaN (transparent).
     """
@@ -60,12 +68,16 @@ def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "no
     if mode == "normalized":
         up = upsample(positive(m), size)
         heat, scale = minmax(up), (float(up.min()), float(up.max()))
+    elif mode == "captum":
+        up = upsample(positive(m), size)
+        top = float(_cumulative_sum_threshold(up, 100 - CAPTUM_OUTLIER_PERCENT)) if up.max() > 0 else 0.0
+        heat, scale = (np.clip(up / top, 0, 1) if top > 0 else np.zeros_like(up)), (0.0, top)
     elif mode == "raw":
         up = upsample(m, size)
         peak = float(np.abs(up).max()) or 1.0
         heat, scale = up / peak, (-peak, peak)
     else:
-        raise UnknownNameError("display mode", mode, ("normalized", "raw"))
+        raise UnknownNameError("display mode", mode, DISPLAY_MODES)
     if top_k is not None:
         cut = np.percentile(np.abs(heat), 100 - top_k)
         heat = np.where(np.abs(heat) >= cut, heat, np.nan)
@@ -145,25 +157,51 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
     return traces
 
 
-def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu) -> tuple:
-    """The film with the map blended in, the colour bar, and the Otsu contour (film pixels)."""
+_BAR_TITLE = {"normalized": "map value", "captum": "map value (clipped at 98 %)", "raw": "map value (signed)"}
+
+
+def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu,
+                bar: tuple[float, float] | None = None) -> tuple:
+    """The film with the map blended in, the colour bar (or a note when nothing is coloured) and
+    the Otsu contour (film pixels). ``bar`` fixes the colour bar's range (a grid's shared 0–1)."""
     heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
     rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
     if hi <= lo:  # nothing to colour: say so instead of drawing a meaningless bar
         return rgb, [go.Scatter(x=[0], y=[0], mode="text", textposition="bottom right", showlegend=False,
                                 hoverinfo="skip", textfont=dict(color="#ffd400"), text=[
                                     "  no positive attribution: Scale raw shows the signed map"
-                                    if mode == "normalized" else "  the map is 0 everywhere"])]
-    traces = [go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
+                                    if mode != "raw" else "  the map is 0 everywhere"])], []
+    lo, hi = bar or (lo, hi)
+    colour_bar = go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
         colorscale=DIVERGING if mode == "raw" else colorscale(colormap), cmin=lo, cmax=hi, color=[lo], showscale=True,
-        colorbar=dict(title=dict(text="map value" + (" (signed)" if mode == "raw" else ""), side="right"),
-                      thickness=12, len=0.8)))]
+        colorbar=dict(title=dict(text=_BAR_TITLE[mode] + (" per map" if bar else ""), side="right"), thickness=12,
+                      len=0.8)))
+    contour = []
     if otsu:
         xs, ys = _contours(otsu_mask(saliency, size), 1.0)
-        traces.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
-                                 y=[y / f if y is not None else None for y in ys], mode="lines",
-                                 line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
-    return rgb, traces
+        contour.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
+                                  y=[y / f if y is not None else None for y in ys], mode="lines", legendgroup="otsu",
+                                  line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
+    return rgb, [colour_bar], contour
+
+
+def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tuple[int, int], float]:
+    """The windowed film as RGB on the display grid, that grid's size, and the display factor."""
+    h, w = image.shape
+    f = min(1.0, DISPLAY_SIDE / max(h, w))
+    size = (max(1, round(h * f)), max(1, round(w * f)))
+    film = cv2.resize(window(image, *level), (size[1], size[0]), interpolation=cv2.INTER_AREA) if f < 1 else \
+        window(image, *level)
+    return np.repeat(film[..., None], 3, axis=2), size, f
+
+
+def _image_trace(rgb: np.ndarray, shape: tuple[int, int]) -> go.Image:
+    return go.Image(source=_png_source(rgb), x0=0, y0=0, dx=shape[1] / rgb.shape[1], dy=shape[0] / rgb.shape[0],
+                    hoverinfo="skip")
+
+
+def _legend_below() -> dict:
+    return dict(orientation="h", yanchor="top", y=-0.02, x=0, bgcolor="#262730", font=dict(color="#fafafa"))
 
 
 def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
@@ -175,21 +213,67 @@ def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks:
     at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``.
     Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
     h, w = image.shape
-    f = min(1.0, DISPLAY_SIDE / max(h, w))
-    size = (max(1, round(h * f)), max(1, round(w * f)))
-    film = cv2.resize(window(image, *level), (size[1], size[0]), interpolation=cv2.INTER_AREA) if f < 1 else \
-        window(image, *level)
-    rgb = np.repeat(film[..., None], 3, axis=2)
+    rgb, size, f = _film(image, level)
     traces: list = []
     if saliency is not None and show_map:
-        rgb, traces = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha, floor=floor,
-                                  top_k=top_k, smooth=smooth, otsu=otsu)
-    fig = go.Figure([go.Image(source=_png_source(rgb), x0=0, y0=0, dx=w / size[1], dy=h / size[0], hoverinfo="skip"),
-                     *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
+        rgb, bar, contour = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha,
+                                        floor=floor, top_k=top_k, smooth=smooth, otsu=otsu)
+        traces = bar + contour
+    fig = go.Figure([_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
     fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
     fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain")
     fig.update_layout(height=height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title or None,
-                      legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, bgcolor="#262730",
-                                  font=dict(color="#fafafa")), dragmode="zoom",
-                      plot_bgcolor="black", uirevision=revision or title)
+                      legend=_legend_below(), dragmode="zoom", plot_bgcolor="black", uirevision=revision or title)
+    return fig
+
+
+def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized", colormap: str = "jet",
+              alpha: float = 0.6, floor: float = 0.2, top_k: float | None = None, smooth: bool = False,
+              level: tuple[float, float] = (127.5, 255.0), show_map: bool = True, otsu: bool = True,
+              height_per_row: int = 460, revision: str = "") -> go.Figure:
+    """Several films in one figure: a grid of explainers of one case, or the two sides of a compare.
+
+    Each panel is a dict with ``image``, ``saliency`` (or None), ``title`` and optionally
+    ``masks``/``boxes``/``points`` as for ``film_figure`` and ``dim`` (a factor on the opacity:
+    the previous map, dimmed, while a new one computes). Every map is normalised the same way
+    (``mode``) onto one shared colour bar (0–1, or −1–1 for ``raw``), so a colour means the same in
+    every panel. Zoom and pan are shared between panels of the same film size (one case); readers
+    and the Otsu contour have one legend entry each, switching them in every panel at once.
+    """
+    if not panels:
+        raise DataError("a film grid needs at least one panel")
+    columns = max(1, min(columns, len(panels)))
+    rows = -(-len(panels) // columns)
+    same_size = len({p["image"].shape for p in panels}) == 1
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[p.get("title", "") for p in panels],
+                        shared_xaxes="all" if same_size else False, shared_yaxes="all" if same_size else False,
+                        horizontal_spacing=0.02, vertical_spacing=0.1 if rows > 1 else 0.0)
+    shared_bar = (-1.0, 1.0) if mode == "raw" else (0.0, 1.0)
+    bar_drawn, legend_seen = False, set()
+    for k, panel in enumerate(panels):
+        row, col = k // columns + 1, k % columns + 1
+        image = panel["image"]
+        rgb, size, f = _film(image, level)
+        extra: list = []
+        if panel.get("saliency") is not None and show_map:
+            rgb, bar, contour = _map_layers(rgb, panel["saliency"], size, f, mode=mode, colormap=colormap,
+                                            alpha=alpha * panel.get("dim", 1.0),
+                                            floor=floor, top_k=top_k, smooth=smooth, otsu=otsu, bar=shared_bar)
+            is_bar = bool(bar and bar[0].marker.showscale)
+            extra = ([] if is_bar and bar_drawn else bar) + contour
+            bar_drawn |= is_bar
+        fig.add_trace(_image_trace(rgb, image.shape), row=row, col=col)
+        for trace in extra + _reader_traces(panel.get("masks") or {}, list(panel.get("boxes", ())),
+                                            list(panel.get("points", ())), f):
+            if trace.name:
+                trace.showlegend = trace.name not in legend_seen
+                legend_seen.add(trace.name)
+            fig.add_trace(trace, row=row, col=col)
+        h, w = image.shape
+        fig.update_xaxes(visible=False, range=[0, w], constrain="domain", row=row, col=col)
+        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
+                         row=row, col=col)
+    fig.update_annotations(font_size=12)  # the panels' titles
+    fig.update_layout(height=height_per_row * rows + 60, margin=dict(l=0, r=0, t=50, b=0), legend=_legend_below(),
+                      dragmode="zoom", plot_bgcolor="black", uirevision=revision)
     return fig

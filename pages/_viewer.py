@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -74,26 +75,37 @@ def warm(store, model_id: str) -> None:
         ui.worker().submit(warm_job(*live))
 
 
-def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
-    def key(name: str) -> str:
-        return f"{name}_{slot}"
-
+def model_and_method(store, model_id: str, key, *, first: str | None = None) -> tuple[str, str, dict]:
+    """Model, explainer and the explainer's parameters of one panel (widgets keyed by ``key``)."""
     models = store.models()["model_id"].tolist()
     c1, c2 = st.columns(2)
     chosen_model = c1.selectbox("Model", models, key=ui.kept(key("model"), model_id, allowed=models))
     methods = method_names()
-    first = "occlusion" if slot and "occlusion" in methods else methods[0]
-    method = c2.selectbox("Explainer", methods, key=ui.kept(key("method"), first, allowed=methods),
+    method = c2.selectbox("Explainer", methods, key=ui.kept(key("method"), first or methods[0], allowed=methods),
                           format_func=lambda m: get(m).title)
     c2.caption(get(method).reference)
-    params = _controls(method, key)
-    display = _display_controls(key, get(method).kind == "pixel")
+    return chosen_model, method, _controls(method, key)
+
+
+def readers_of(store, case_id: str, label: str, key) -> list[str]:
+    """The readers chosen for display (all of them at first, per case and finding)."""
     gt = ui.truth(str(store.path), ui.version(store), case_id)
     readers = sorted({r for (lab, r) in gt["masks"] if lab == label} | {r for lab, r, _ in gt["boxes"] if lab == label}
                      | {r for lab, r, _ in gt["points"] if lab == label})
     # Keyed by case and finding: every new case starts with all of its readers shown (one key for
     # all cases would carry an empty choice over from a case without ground truth).
-    shown = st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
+    return st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
+
+
+def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
+    def key(name: str) -> str:
+        return f"{name}_{slot}"
+
+    methods = method_names()
+    chosen_model, method, params = model_and_method(
+        store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
+    display = display_controls(key, get(method).kind == "pixel")
+    shown = readers_of(store, case_id, label, key)
     # The map is a fragment: while a live job runs it polls itself every POLL_S seconds without
     # re-running the page, and stops polling once the job has finished.
     polling = st.session_state.get(key("polling"), False)
@@ -101,16 +113,18 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     view(store, chosen_model, case_id, label, method, params, display, shown, slot)
 
 
-MODES = ("normalized", "raw")
+MODES = film.DISPLAY_MODES
 TOP_K = (None, 1, 5, 10, 25)
 
 
-def _display_controls(key, pixel_level: bool) -> dict:
+def display_controls(key, pixel_level: bool) -> dict:
     """How the map is shown (never what is computed): map on/off and scale up front, the rest folded."""
     d1, d2 = st.columns([1, 2])
     show_map = d1.toggle("Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay")
     mode = d2.radio("Scale", MODES, horizontal=True, key=ui.kept(key("mode"), MODES[0], allowed=MODES),
-                    help="normalized: positive part, min–max (how maps are scored); raw: signed, diverging around 0")
+                    help="normalized: positive part, min–max (how maps are scored); captum: positive part over its "
+                         "98 % cumulative value, clipped (Captum's convention: outliers cannot wash the map out); "
+                         "raw: signed, diverging around 0")
     with st.expander("Display"):
         e1, e2 = st.columns(2)
         otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
@@ -129,53 +143,84 @@ def _display_controls(key, pixel_level: bool) -> dict:
             "top_k": top_k, "colormap": cmap, "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
-def _set_polling(slot: int, on: bool) -> None:
-    """Switch the map fragment's self-polling; the switch needs one full rerun to take effect."""
+def set_polling(slot: str, on: bool) -> None:
+    """Switch a map fragment's self-polling; the switch needs one full rerun to take effect."""
     if st.session_state.get(f"polling_{slot}", False) != on:
         st.session_state[f"polling_{slot}"] = on
         st.rerun()
+
+
+@dataclass
+class Resolved:
+    """One panel's map: the finished or partial map (None while nothing exists yet), what is drawn
+    (the previous map, dimmed, while a new one computes), its source, and the job while it runs."""
+
+    saliency: np.ndarray | None
+    shown: np.ndarray | None
+    dim: float
+    source: str
+    job: object | None = None
+
+
+def resolve(store, model_id, case_id, label, method, params, slot) -> Resolved:
+    """The stored map of these settings, else a live one (submitted, finished, partial or cancelled)."""
+    saliency = _stored(store, model_id, case_id, label, method, params)
+    source, job = "stored", None
+    if saliency is None:
+        saliency, source, job = _live(store, model_id, case_id, label, method, params, slot)
+    shown, dim = saliency, 1.0
+    if saliency is None and source == "computing":  # the previous map stays, dimmed, until the new one arrives
+        shown, dim = st.session_state.get(f"last_map_{slot}"), 0.35
+    elif saliency is not None and source != "computing":
+        st.session_state[f"last_map_{slot}"] = saliency
+    return Resolved(saliency, shown, dim, source, job)
+
+
+def ground_truth(gt: dict, label: str, readers) -> dict:
+    """The chosen readers' masks, boxes and points of one finding, as the film functions take them."""
+    return {"masks": {r: m for (lab, r), m in gt["masks"].items() if lab == label and r in readers},
+            "boxes": [(r, b) for lab, r, b in gt["boxes"] if lab == label and r in readers],
+            "points": [(r, pt) for lab, r, pt in gt["points"] if lab == label and r in readers]}
 
 
 def _map_view(store, model_id, case_id, label, method, params, display, readers, slot) -> None:
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
     gt = ui.truth(path, built, case_id)
-    saliency = _stored(store, model_id, case_id, label, method, params)
-    source, job = "stored", None
-    if saliency is None:
-        saliency, source, job = _live(store, model_id, case_id, label, method, params, slot)
-    _set_polling(slot, source == "computing")
-    shown, dim = saliency, 1.0
-    if saliency is None and source == "computing":  # the previous map stays, dimmed, until the new one arrives
-        shown, dim = st.session_state.get(f"last_map_{slot}"), 0.35
-    elif saliency is not None and source != "computing":
-        st.session_state[f"last_map_{slot}"] = saliency
-    masks = {r: m for (lab, r), m in gt["masks"].items() if lab == label and r in readers}
-    boxes = [(r, b) for lab, r, b in gt["boxes"] if lab == label and r in readers]
-    points = [(r, pt) for lab, r, pt in gt["points"] if lab == label and r in readers]
-    what = f"{get(method).title} {_describe(params)}".strip()
-    fig = film.film_figure(img, shown, masks=masks, boxes=boxes, points=points, revision=f"{case_id}-{label}",
-                           **{**display, "alpha": display["alpha"] * dim})
+    r = resolve(store, model_id, case_id, label, method, params, slot)
+    set_polling(str(slot), r.source == "computing")
+    truth = ground_truth(gt, label, readers)
+    fig = film.film_figure(img, r.shown, **truth, revision=f"{case_id}-{label}",
+                           **{**display, "alpha": display["alpha"] * r.dim})
     ui.chart(fig, key=f"film_{slot}")
-    st.caption(f"{model_id} · {what} · {source}")
-    if job is not None:
-        _progress(job, method, params, slot)
-    if saliency is None:
+    st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
+    details(store, model_id, case_id, label, method, params, display, truth, r, slot)
+
+
+def details(store, model_id, case_id, label, method, params, display, truth, r: Resolved, slot) -> None:
+    """Under a film: progress and Cancel while computing, then the scores and the downloads."""
+    if r.job is not None:
+        _progress(r.job, method, params, slot)
+    if r.saliency is None:
         return
-    _scores(saliency, gt, img, label)
+    path, built = str(store.path), ui.version(store)
+    img, gt = ui.image(path, built, case_id), ui.truth(path, built, case_id)
+    _scores(r.saliency, gt, img, label)
+    what = f"{get(method).title} {describe(params)}".strip()
     stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
-    rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
-                              masks=[(label, m) for m in masks.values()], boxes=[(label, b) for _, b in boxes])
-    legend = [f"{case_id} · {label} · model {model_id}", f"{what} · {source}",
+    masks = truth["masks"]
+    rgb = overlay.render_case(img, r.saliency, alpha=display["alpha"], colormap=display["colormap"],
+                              masks=[(label, m) for m in masks.values()], boxes=[(label, b) for _, b in truth["boxes"]])
+    legend = [f"{case_id} · {label} · model {model_id}", f"{what} · {r.source}",
               f"readers: {', '.join(sorted(masks)) or 'none'} · colour map {display['colormap']} (0 → 1: min → max)"]
     c1, c2 = st.columns(2)
     with c1:
         ui.download_png(overlay.with_legend(rgb, legend), f"{stem}.png", key=f"png_{slot}")
     with c2:
-        st.download_button("Download map (.npy)", _npy(saliency), file_name=f"{stem}.npy", key=f"npy_{slot}")
+        st.download_button("Download map (.npy)", _npy(r.saliency), file_name=f"{stem}.npy", key=f"npy_{slot}")
 
 
-def _describe(params: dict) -> str:
+def describe(params: dict) -> str:
     return " ".join(f"{k} {v}" for k, v in params.items())
 
 

@@ -13,12 +13,13 @@ from cxrxai.errors import CxrxaiError
 from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
 from pages import _common as ui
-from pages import _viewer
+from pages import _multi, _viewer
 
 OUTCOMES = ["TP", "FN", "FP", "TN"]
 URL = {"finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
-       "explainer": "method_0"}
+       "explainer": "method_0", "layout": "layout"}
 LISTS = ("sex", "age", "outcome")
+LAYOUTS = {"single": "One film", "compare": "Compare side by side", "grid": "Grid of explainers"}
 
 
 def _parse(param: str, text):
@@ -96,11 +97,15 @@ with st.expander("Every label's probability for this image"):
 method = ui.current("method_0")
 controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in get_method(method).controls} if method else {}
 ui.to_url({"finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id, "explainer": method,
-           **controls})
+           "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
 
 _viewer.warm(store, model_id)
-compare = st.toggle("Compare side by side", key=ui.kept("compare", False))
-slots = st.columns(2) if compare else [st.container()]
-for i, slot in enumerate(slots):
-    with slot:
-        _viewer.panel(store, model_id, case_id, finding, slot=i)
+layout = st.radio("Layout", LAYOUTS, horizontal=True, key=ui.kept("layout", "single", allowed=list(LAYOUTS)),
+                  format_func=LAYOUTS.get, help="compare: two explainers, models or cases with zoom synced; grid: "
+                  "several explainers of this case on one colour scale")
+if layout == "compare":
+    _multi.compare(store, model_id, case_id, finding, view.loc[view.label == finding, "image_id"].head(500).tolist())
+elif layout == "grid":
+    _multi.grid(store, model_id, case_id, finding)
+else:
+    _viewer.panel(store, model_id, case_id, finding, slot=0)

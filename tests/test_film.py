@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from cxrxai.film import READER_STYLES, blend, display_heat, film_figure, window
+from cxrxai.film import READER_STYLES, blend, display_heat, film_figure, film_grid, window
 
 
 def _film(h=300, w=200):
@@ -85,3 +85,34 @@ def test_a_map_without_positive_values_says_so_instead_of_drawing_an_empty_scale
     raw = film_figure(_film(64, 64), -np.ones((8, 8), np.float32), mode="raw")
     bar = next(t for t in raw.data if isinstance(t, go.Scatter) and t.marker.showscale)
     assert (bar.marker.cmin, bar.marker.cmax) == (-1.0, 1.0)
+
+
+def test_a_grid_draws_one_colour_bar_one_legend_and_notes_an_empty_map():
+    film = _film(64, 64)
+    rng = np.random.default_rng(0)
+    gt = np.zeros((64, 64), bool)
+    gt[10:30, 10:30] = True
+    panels = [{"image": film, "saliency": -np.ones((8, 8), np.float32), "title": "all negative", "masks": {"gt": gt}},
+              {"image": film, "saliency": rng.random((8, 8)), "title": "A", "masks": {"gt": gt}},
+              {"image": film, "saliency": 100 * rng.random((8, 8)), "title": "B", "masks": {"gt": gt}, "dim": 0.35}]
+    fig = film_grid(panels, columns=3, mode="captum")
+    bars = [t for t in fig.data if getattr(t, "marker", None) is not None and t.marker.showscale]
+    assert len(bars) == 1 and (bars[0].marker.cmin, bars[0].marker.cmax) == (0.0, 1.0)
+    notes = [t for t in fig.data if t.type == "scatter" and t.mode == "text"]
+    assert len(notes) == 1 and "no positive attribution" in notes[0].text[0]
+    readers = [t for t in fig.data if t.name == "reference (gt)"]
+    assert len(readers) == 3 and [t.showlegend for t in readers] == [True, False, False]
+    assert len({fig.layout[a].matches for a in ("xaxis", "xaxis2", "xaxis3")} - {None}) == 1  # one zoom for all
+    different = film_grid([panels[1], {**panels[2], "image": _film(80, 64)}])
+    assert different.layout.xaxis2.matches is None  # films of different sizes keep their own zoom
+
+
+def test_captum_scale_clips_the_top_two_percent_of_the_mass():
+    sal = np.ones((10, 10), np.float32)
+    sal[0, 0] = 1000.0  # one outlier holds most of the mass
+    heat, (lo, hi) = display_heat(sal, (10, 10), mode="captum")
+    assert (lo, hi) == (0.0, 1000.0) and heat[0, 0] == 1.0
+    spread = np.arange(1, 101, dtype=np.float32).reshape(10, 10)
+    heat, (_, top) = display_heat(spread, (10, 10), mode="captum")
+    # sorted cumulative sum 1+…+k ≥ 98 % of 5050 first at k = 99: values above 99 clip to 1
+    assert top == 99.0 and heat.max() == 1.0 and heat[0, 0] == np.float32(1 / 99)

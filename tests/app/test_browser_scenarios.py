@@ -83,23 +83,32 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
         page.goto(f"{app_url}/explorer")
         page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
         page.get_by_text("Compare side by side").first.click()
-        charts = page.locator('[data-testid="stPlotlyChart"]')
-        charts.nth(1).wait_for(timeout=120_000)
+        page.get_by_text("Every map normalised the same way").first.wait_for(timeout=120_000)
         page.wait_for_timeout(3000)
         _no_error(page)
-        charts.nth(0).scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / "scenario-compare-1000px.png"))
-        columns = page.locator('[data-testid="stColumn"]:has([data-testid="stPlotlyChart"])')
+        chart = page.locator('[data-testid="stPlotlyChart"]').first
+        chart.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "scenario-compare-1000px.png"), full_page=True)
+        row = page.locator('[data-testid="stHorizontalBlock"]').filter(
+            has=page.locator('[data-testid="stSelectbox"]').filter(has_text="Case")).last
+        columns = row.locator(':scope > [data-testid="stColumn"]')
+        assert columns.count() == 2
         boxes = []
         for k in range(2):
-            col = columns.nth(columns.count() - 2 + k)
-            parts = col.locator('[data-testid="stPlotlyChart"], [data-testid="stSelectbox"], [data-testid="stSlider"]')
+            col = columns.nth(k)
+            parts = col.locator('[data-testid="stSelectbox"], [data-testid="stSlider"], [data-testid="stRadio"]')
             boxes.append([parts.nth(i).bounding_box() for i in range(parts.count())])
         left, right = boxes
         assert left and right
         assert not any(_overlap(a, b) for a in left for b in right)
-        chart_widths = [b["width"] for b in (left + right) if b["height"] > 300]
-        assert len(chart_widths) == 2 and min(chart_widths) >= 300  # each film at least 300 px wide
         assert max(b["x"] + b["width"] for b in left + right) <= 1000
-        captions = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="tiny-densenet121 ·")
-        assert captions.count() >= 2  # each panel names its model
+        film = chart.bounding_box()
+        assert 600 <= film["width"] and film["x"] + film["width"] <= 1000  # both films in one figure, inside the page
+        panels = page.locator('[data-testid="stPlotlyChart"] .imagelayer image')
+        assert panels.count() == 2
+        first, second = panels.nth(0).bounding_box(), panels.nth(1).bounding_box()
+        assert not _overlap(first, second) and min(first["width"], second["width"]) >= 250
+        titles = page.locator('[data-testid="stPlotlyChart"] .gtitle, [data-testid="stPlotlyChart"] .annotation-text')
+        texts = [titles.nth(i).text_content() for i in range(titles.count())]
+        assert sum("tiny-densenet121" in t for t in texts) >= 2, texts  # each panel names its model
+        assert sum(("TP" in t or "FN" in t or "FP" in t or "TN" in t) and "P 0." in t for t in texts) >= 2, texts

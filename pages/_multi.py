@@ -1,0 +1,124 @@
+"""The explorer's multi-film layouts: compare side by side, and a grid of explainers.
+
+Both draw one Plotly figure (``cxrxai.film.film_grid``): every map normalised the same way onto
+one colour bar, zoom and pan shared between the panels of one film size, one legend for the
+readers. Each panel is resolved like the single view (stored map, else live; cancellable), and
+the figure is a fragment that polls itself while any of its maps computes.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from cxrxai import film
+from cxrxai.explain import get, method_names
+from pages import _common as ui
+from pages import _viewer
+
+__all__ = ["compare", "defaults", "grid", "outcome"]
+
+GRID_MAX = 6
+
+
+def outcome(store, model_id: str, case_id: str, label: str) -> str:
+    """``P 0.83 (threshold 0.45) · TP`` of one model on one case and finding, or why there is none."""
+    cases = ui.case_table(str(store.path), ui.version(store), model_id)
+    row = cases[(cases.image_id == case_id) & (cases.label == label)]
+    if row.empty:
+        return f"no {label} prediction of {model_id} for this image"
+    r = row.iloc[0]
+    return f"P {r['prob']:.3f} (threshold {r['threshold']:.3f}) · {r['outcome']}"
+
+
+def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str]) -> None:
+    """Two panels — two explainers, two models or two cases — in one figure with zoom synced."""
+    specs = []
+    for slot, col in enumerate(st.columns(2)):
+        def key(name: str, slot=slot) -> str:
+            return f"{name}_{slot}"
+
+        with col:
+            options = list(dict.fromkeys([case_id, *case_ids]))
+            case = st.selectbox("Case", options, key=ui.kept(key("case"), case_id, allowed=options)) if slot else case_id
+            methods = method_names()
+            chosen_model, method, params = _viewer.model_and_method(
+                store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
+            specs.append({"slot": str(slot), "model": chosen_model, "case": case, "method": method, "params": params})
+
+    def key(name: str) -> str:
+        return f"{name}_compare"
+
+    display = _viewer.display_controls(key, any(get(s["method"]).kind == "pixel" for s in specs))
+    readers = _viewer.readers_of(store, case_id, label, key)
+    _fragment("compare")(store, label, specs, display, readers, "compare")
+
+
+def grid(store, model_id: str, case_id: str, label: str) -> None:
+    """Several explainers of one case and model, at their default settings, on one normalisation."""
+    def key(name: str) -> str:
+        return f"{name}_grid"
+
+    stored = [m for m in method_names() if m in set(store.stored_methods(model_id))]
+    offered = [*stored, *(m for m in method_names() if m not in stored)]
+    default = [m for m in stored if get(m).cost == "cheap"][:2] + [m for m in stored if get(m).cost == "costly"][:2]
+    chosen = st.multiselect(f"Explainers (at most {GRID_MAX}; stored ones first, the others are computed live)",
+                            offered, key=ui.kept(key("methods"), default or offered[:2], allowed=offered),
+                            format_func=lambda m: get(m).title, max_selections=GRID_MAX)
+    if not chosen:
+        st.info("Choose at least one explainer.")
+        return
+    display = _viewer.display_controls(key, any(get(m).kind == "pixel" for m in chosen))
+    readers = _viewer.readers_of(store, case_id, label, key)
+    specs = [{"slot": f"g{k}", "model": model_id, "case": case_id, "method": m, "params": defaults(m)}
+             for k, m in enumerate(chosen)]
+    _fragment("grid")(store, label, specs, display, readers, "grid")
+
+
+def defaults(method: str) -> dict:
+    """The values the viewer's controls start at (the ones the demo stores)."""
+    values: dict = {}
+    for param in get(method).controls:
+        values[param.name] = _viewer._offered(param, values)[1]
+    return values
+
+
+def _fragment(name: str):
+    polling = st.session_state.get(f"polling_{name}", False)
+    return st.fragment(_multi_view, run_every=_viewer.POLL_S if polling else None)
+
+
+def _title(store, spec: dict) -> str:
+    what = f"{get(spec['method']).title} {_viewer.describe(spec['params'])}".strip()
+    return f"{spec['model']} · {what}"
+
+
+def _multi_view(store, label: str, specs: list[dict], display: dict, readers, name: str) -> None:
+    path, built = str(store.path), ui.version(store)
+    resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
+                for s in specs]
+    _viewer.set_polling(name, any(r.source == "computing" for r in resolved))
+    panels, truths = [], []
+    for s, r in zip(specs, resolved):
+        truth = _viewer.ground_truth(ui.truth(path, built, s["case"]), label, readers)
+        truths.append(truth)
+        img = ui.image(path, built, s["case"])
+        short = outcome(store, s["model"], s["case"], label).split(" (")[0]
+        title = f"{get(s['method']).title} · {s['model']}<br>{s['case']} · {short}"
+        if not short.startswith("no "):
+            title += f" · {outcome(store, s['model'], s['case'], label).rsplit(' · ', 1)[-1]}"
+        panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title, **truth})
+    columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
+    fig = film.film_grid(panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
+                         height_per_row=420 if columns == 2 else 320, **display)
+    ui.chart(fig, key=f"film_{name}")
+    st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "
+               "shared between panels of the same film size.")
+    per_row = min(len(specs), 3)
+    cells = [c for start in range(0, len(specs), per_row) for c in st.columns(per_row)]
+    for s, r, truth, col in zip(specs, resolved, truths, cells):
+        with col:
+            st.caption(f"**{_title(store, s)}** · {s['case']} · {outcome(store, s['model'], s['case'], label)} · "
+                       f"{r.source}")
+            _viewer.details(store, s["model"], s["case"], label, s["method"], s["params"], display, truth, r,
+                            s["slot"])
+
