@@ -11,6 +11,7 @@ Screenshots go to ``tests/artifacts/``. Cancel and the lasso are pinned with App
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url  # noqa: F401 — fixtures
@@ -112,3 +113,35 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
         texts = [titles.nth(i).text_content() for i in range(titles.count())]
         assert sum("tiny-densenet121" in t for t in texts) >= 2, texts  # each panel names its model
         assert sum(("TP" in t or "FN" in t or "FP" in t or "TN" in t) and "P 0." in t for t in texts) >= 2, texts
+
+
+def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(app_url):  # noqa: F811
+    with _browser() as page:
+        page.goto(f"{app_url}/explorer")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
+        explainer.click()
+        page.get_by_role("option", name="Occlusion", exact=True).click()
+        page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
+        for label in ("Patch (px)", "Stride (px)"):  # the finest setting: 8/4, the slowest map
+            slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
+            slider.focus()
+            slider.press("Home")
+            page.wait_for_timeout(600)
+        started = time.monotonic()
+        cancel = page.get_by_role("button", name="Cancel")
+        cancel.wait_for(timeout=60_000)
+        bar = page.locator('[data-testid="stProgress"]').first
+        before = bar.inner_text()
+        cancel.click()
+        page.get_by_text("Cancelled: the partial map is shown").first.wait_for(timeout=30_000)
+        caption = page.get_by_text(re.compile(r"Occlusion patch 8 stride 4 .*cancelled \(partial\)")).first
+        caption.wait_for(timeout=10_000)
+        page.wait_for_timeout(6000)  # longer than the map takes: a restarted job would have finished by now
+        _no_error(page)
+        page.screenshot(path=str(ARTIFACTS / "scenario-cancelled.png"))
+        assert caption.is_visible()
+        assert page.get_by_text("recomputed live").count() == 0  # nothing was computed again after Cancel
+        assert page.locator('[data-testid="stProgress"]').count() == 0  # and nothing is running
+        assert page.get_by_role("button", name="Cancel").count() == 0
+        print(f"cancelled at '{before}' after {time.monotonic() - started:.1f} s")
