@@ -145,3 +145,34 @@ def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(app_url):  
         assert page.locator('[data-testid="stProgress"]').count() == 0  # and nothing is running
         assert page.get_by_role("button", name="Cancel").count() == 0
         print(f"cancelled at '{before}' after {time.monotonic() - started:.1f} s")
+
+
+def test_researcher_a_box_selection_opens_exactly_the_selected_pairs(app_url):  # noqa: F811
+    with _browser() as page:
+        page.goto(f"{app_url}/geometry")
+        page.get_by_role("heading", name="Geometry & confidence").first.wait_for(timeout=90_000)
+        chart = page.locator('[data-testid="stPlotlyChart"]').first  # localization ~ geometry scatter
+        chart.wait_for(timeout=60_000)
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(1000)
+        chart.hover()
+        chart.locator('[data-title="Box Select"]').first.click()
+        area = chart.locator(".nsewdrag").first.bounding_box()
+        page.mouse.move(area["x"] + 2, area["y"] + 2)
+        page.mouse.down()
+        page.mouse.move(area["x"] + area["width"] * 0.6, area["y"] + area["height"] - 2, steps=12)
+        page.mouse.up()
+        # what the browser selected: the customdata (image, finding) of every selected point
+        picked = chart.locator(".js-plotly-plot").first.evaluate(
+            "gd => gd.data.flatMap(t => (t.selectedpoints || []).map(i => t.customdata[i].slice(0, 2).join('|')))")
+        pairs = sorted(set(picked))
+        assert len({p.split("|")[1] for p in pairs}) >= 2, pairs  # a selection over several findings
+        page.get_by_text(re.compile(r"^\d+ \(image, finding\) pairs selected\.$")).first.wait_for(timeout=30_000)
+        page.get_by_text("Open them in the explorer").first.click()
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=60_000)
+        page.get_by_text(f"Showing exactly the {len(pairs)} (image, finding) pairs").first.wait_for(timeout=30_000)
+        _no_error(page)
+        page.screenshot(path=str(ARTIFACTS / "scenario-box-to-explorer.png"))
+        assert _explorer_count(page) == len(pairs)
+        heading = page.get_by_role("heading", name=re.compile(r" — ")).first.inner_text()
+        assert "|".join(heading.split(" — ")) in pairs  # the case opened is one of them, under its own finding
