@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
-#   make app   — create .venv, install, build the demo store if missing, run the app
+#   make app   — create .venv, install, build the demo store's quick phase if missing, run the app
+#                (which builds the rest of the evidence in the background)
 #   make test  — create .venv, install (with test tools), run the tests
 PYTHON ?= python3
 VENV   ?= .venv
@@ -50,8 +51,9 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(VENV)/bin/py
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $(VENV)/.installed $@
 
+# The quick phase (about 2 min): the app opens on it and builds the evidence in the background.
 $(STORE): | $(VENV)/.installed $(MODEL)
-	$(BIN)/python -m cxrxai demo
+	$(BIN)/python -m cxrxai demo --phase quick
 
 $(MODEL): | $(VENV)/.installed
 	$(BIN)/python -m cxrxai train

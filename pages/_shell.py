@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from cxrxai.store import Store
+from pages._background import background_build
 from pages._cache import STORE_KEY, current_store, store_path
 from pages._state import keep_all
 from pages._widgets import pick_model
@@ -90,6 +91,7 @@ def page(title: str, *, model: bool = True) -> tuple[Store, str | None]:
     store = current_store()
     if store is None:
         st.stop()
+    background_build(store)
     if not model:
         return store, None
     model_id = pick_model(store)

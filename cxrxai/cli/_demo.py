@@ -10,6 +10,8 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 from ..models.train import TrainConfig
+from ..pipeline.background import StatusWriter
+from ..pipeline.demo import PHASES
 from . import Bars, _add_phantom, _phantom_config, _schedule, command
 
 # --------------------------------------------------------------------------- train
@@ -64,6 +66,13 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true",
                    help="compute IG, GradientSHAP and occlusion for every positive test case, not a sample "
                         "(hours on a 2-core CPU, minutes on a GPU)")
+    p.add_argument("--phase", choices=PHASES, default="all",
+                   help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++ "
+                        "and their scores, ~2 min); evidence: the costly explainers on 30 positives per finding, the "
+                        "occlusion sweep on 20 shared cases, fidelity on 50, trust on 30 (run in the background by "
+                        "the app); all: both")
+    p.add_argument("--status", type=Path, default=None,
+                   help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)")
     p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
     _add_phantom(p)
 
@@ -79,14 +88,29 @@ def _demo(args) -> int:
                                   max_minutes=None, batch_size=32, n_images=args.n_images, size=args.size,
                                   models_dir=model.parent, data_dir=data_dir))
     bars = Bars()
+    status = StatusWriter(args.status, phase=args.phase) if args.status else None
+
+    def progress(task: str, done: int, total: int) -> None:
+        bars(task, done, total)
+        if status is not None:
+            status(task, done, total)
+
     extra = [p for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt")) if p.is_file()]
     cache = model.with_suffix(".predictions.npz")
-    report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
-                        config=_phantom_config(args), progress=bars, fresh=args.fresh,
-                        stages=demo_stages(full=args.full), extra_models=extra,
-                        prediction_cache=None if args.recompute_predictions else cache,
-                        write_prediction_cache=not args.n_images and not args.size)
-    bars.close()
+    try:
+        report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
+                            config=_phantom_config(args), progress=progress, fresh=args.fresh,
+                            stages=demo_stages(full=args.full, phase=args.phase), extra_models=extra,
+                            prediction_cache=None if args.recompute_predictions else cache,
+                            write_prediction_cache=not args.n_images and not args.size, phase=args.phase)
+    except BaseException as err:
+        if status is not None:
+            status.finish(error=f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        bars.close()
+    if status is not None:
+        status.finish()
     print(json.dumps(report, indent=1))
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +16,14 @@ from ..data.second_reader import synthetic_reader
 from ..labels import DEMO_LABELS
 from ..models.registry import load
 from ..store import write_store
-from .maps import MapPlan, cam_stage, maps_stage, sweep_stage
+from ..errors import UnknownNameError
+from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
 from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["DEMO_DATASET", "build_demo", "demo_stages"]
+__all__ = ["DEMO_DATASET", "EVIDENCE", "PHASES", "Evidence", "build_demo", "demo_stages"]
 
 DEMO_DATASET = "demo"
 
@@ -45,17 +47,51 @@ def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
     return images, labels
 
 
-def demo_stages(*, full: bool = False) -> list[Stage]:
-    """The demo build: predictions, thresholds, Grad-CAM/Grad-CAM++ for every test image × finding,
-    sampled GradientSHAP / IG / occlusion maps, the thesis's occlusion sweep, then the metric
-    stages (localization, baselines, geometry, trust, fidelity). ``full`` lifts the sampling."""
-    plan = MapPlan().full() if full else MapPlan()
-    trust_plan = TrustPlan(images=30, methods=(*TrustPlan().methods, TRUST_IG)) if full else TrustPlan()
-    fidelity_plan = FidelityPlan(cases=40, methods=("gradcam", "occlusion")) if full else FidelityPlan()
-    return [
+#: Phases of the demo build. ``quick`` is what the app needs to open (cases, predictions,
+#: thresholds, Grad-CAM/Grad-CAM++ for every test image × finding and their scores: about two
+#: minutes on 2 CPU cores); ``evidence`` is the rest, sized so that every number the explainer
+#: pages show rests on enough cases (see :data:`EVIDENCE`); ``all`` is both, in that order.
+PHASES = ("all", "quick", "evidence")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How many cases the evidence phase gives each analysis (issue: ≥ 30 positives per finding
+    for every costly explainer, one fixed set of ≥ 20 cases shared by every occlusion patch/stride
+    setting, fidelity on ≥ 50 cases, trust analyses on ≥ 30)."""
+
+    per_finding: int = 30
+    sweep_cases: int = 20
+    fidelity_cases: int = 50
+    trust_images: int = 30
+
+
+EVIDENCE = Evidence()
+
+
+def _plans(full: bool, evidence: Evidence):
+    base = MapPlan()
+    if full:
+        return base.full(), TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG)), \
+            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion"))
+    maps = tuple(MapConfig(m.method, m.params, max(m.per_label or 0, evidence.per_finding)) for m in base.maps)
+    return (replace(base, maps=maps, sweep_cases=evidence.sweep_cases), TrustPlan(images=evidence.trust_images),
+            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")))
+
+
+def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = EVIDENCE) -> list[Stage]:
+    """The demo build's stages of one phase (see :data:`PHASES`). ``full`` computes the costly
+    explainers for every positive instead of ``evidence.per_finding`` per finding."""
+    if phase not in PHASES:
+        raise UnknownNameError("demo phase", phase, PHASES)
+    plan, trust_plan, fidelity_plan = _plans(full, evidence)
+    quick = [
         Stage("predictions", predictions_stage),
         Stage("thresholds", thresholds_stage),
         Stage("cams", lambda ctx: cam_stage(ctx, plan)),
+        Stage("localization", localization_stage),
+    ]
+    rest = [
         Stage("maps", lambda ctx: maps_stage(ctx, plan)),
         Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
         Stage("localization", localization_stage),
@@ -65,17 +101,27 @@ def demo_stages(*, full: bool = False) -> list[Stage]:
         Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
         Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
     ]
+    if phase == "quick":
+        return quick
+    if phase == "evidence":
+        return [*quick[:2], *rest]  # predictions and thresholds resume instantly; the maps need them
+    return [*quick[:3], *rest]
 
 
 def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
                config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
-               prediction_cache: Path | None = None, write_prediction_cache: bool = False) -> dict:
-    """Build (or resume) the demo store: cases, model, then ``stages`` (default :func:`demo_stages`).
+               prediction_cache: Path | None = None, write_prediction_cache: bool = False,
+               phase: str = "all") -> dict:
+    """Build (or resume) the demo store: cases, model, then ``stages`` (default: the stages of
+    ``phase``, :func:`demo_stages`). Finishing the evidence (``all`` or ``evidence``) records
+    ``evidence_built_at`` in the store's meta.
 
     ``extra_models`` (weights files) are registered, used for repeatability/reproducibility, and
-    predicted on validation + test with their own thresholds.
+    predicted on validation + test with their own thresholds (not in the quick phase).
     """
+    if phase not in PHASES:
+        raise UnknownNameError("demo phase", phase, PHASES)
     config = config or PhantomConfig()
     report: dict = {}
     t0 = time.monotonic()
@@ -96,14 +142,14 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                 set(images.image_id[images.split == "test"]))]))
             writer.publish()
         writer.put_model(model.spec, weights_path=str(model_path))
-        others = [load(p) for p in extra_models]
+        others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
             writer.put_model(other.spec, weights_path=str(path))
         options = {"trust_models": others, "prediction_cache": prediction_cache,
                    "write_prediction_cache": write_prediction_cache}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
                            load_images=lambda ids: data.images[[row_of[i] for i in ids]], progress=progress)
-        run_stages(ctx, stages if stages is not None else demo_stages(), report)
+        run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)
         # The extra models also get predictions and thresholds on validation + test, so they can
         # be compared with the main model on every page (their maps are recomputed live).
         stored = writer.images(dataset=DEMO_DATASET)
@@ -115,6 +161,9 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
             report[f"model {other.spec.name}"] = {"predictions": predictions_stage(octx),
                                                   "thresholds": thresholds_stage(octx),
                                                   "seconds": round(time.monotonic() - s0, 1)}
+            writer.publish()
+        if phase != "quick":
+            writer.set_meta("evidence_built_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             writer.publish()
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report

@@ -248,13 +248,13 @@ def sweep_stage(ctx, plan: MapPlan | None = None) -> dict:
     for patch, stride in plan.sweep:
         params = resolved_params("occlusion", {"patch": patch, "stride": stride}, model)
         todo = _missing(ctx.writer, model.spec.name, "occlusion", params_key(params), cases)
-        for image_id, label in todo.itertuples(index=False):
+        for k, (image_id, label) in enumerate(todo.itertuples(index=False)):
             x = _tensor(ctx, [image_id])
             t = time.perf_counter()
             values, kind = store_values(model, x, model.spec.label_index(label), "occlusion", params)
             ctx.writer.put_maps([_row(model, image_id, label, "occlusion", params, kind, values,
                                       time.perf_counter() - t)])
-            ctx.progress(f"occlusion sweep {patch}/{stride}", 1, 1)
+            ctx.progress(f"occlusion sweep {patch}/{stride}", k + 1, len(todo))
             ctx.maybe_publish()
         report[f"{patch}/{stride}"] = len(todo)
     return report

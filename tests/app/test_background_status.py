@@ -1,0 +1,71 @@
+"""The app on a demo store whose evidence is still being built: it starts the background build
+once per server and shows its stage, progress and ETA in the sidebar."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_pages import APP  # tests/app is on sys.path (no __init__.py)
+
+from cxrxai.pipeline import background
+from cxrxai.pipeline.demo import build_demo
+
+
+@pytest.fixture(scope="module")
+def quick_cache(tmp_path_factory, tiny_model_path, tiny_config):
+    """A data cache whose demo store holds the quick phase only."""
+    cache = tmp_path_factory.mktemp("cache")
+    build_demo(cache / "demo.duckdb", model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms",
+               config=tiny_config, phase="quick")
+    return cache
+
+
+def _run(monkeypatch, cache, **env) -> AppTest:
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(cache))
+    monkeypatch.delenv("CXRXAI_STORE", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    return at
+
+
+def test_the_sidebar_shows_the_running_builds_stage_progress_and_eta(monkeypatch, quick_cache):
+    store = quick_cache / "demo.duckdb"
+    background.status_path(store).write_text(json.dumps({
+        "pid": os.getpid(), "phase": "evidence", "state": "running", "stage": "maps ig", "done": 12, "total": 240,
+        "per_s": 0.1, "eta_s": 2280.0}))
+    at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+    assert not at.exception
+    bars = at.sidebar.get("progress")
+    assert len(bars) == 1 and bars[0].proto.text == "maps ig · 12/240" and bars[0].proto.value == 5  # 12/240 = 5 %
+    captions = [c.value for c in at.sidebar.caption]
+    assert any(c.startswith("0.10 per s · ETA 38 min 00 s") for c in captions), captions
+
+
+def test_a_killed_build_says_so_and_how_to_resume(monkeypatch, quick_cache):
+    store = quick_cache / "demo.duckdb"
+    background.status_path(store).write_text(json.dumps({"pid": 2**22 + 7, "state": "running", "stage": "maps ig"}))
+    at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "stopped" in warnings[0] and "Restart the app to resume" in warnings[0]
+
+
+def test_the_app_starts_the_evidence_build_once(monkeypatch, quick_cache):
+    calls = []
+
+    def fake(path, *, complete, command=None):
+        calls.append((path, complete))
+        return None
+
+    monkeypatch.setattr(background, "ensure_started", fake)
+    from pages import _background
+
+    _background._started.clear()
+    for _ in range(2):  # two visitors of one server
+        at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="1")
+        assert not at.exception and at.title[0].value == "Overview"
+    assert calls == [(str(quick_cache / "demo.duckdb"), False)]  # two sessions, one start
