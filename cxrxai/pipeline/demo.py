@@ -13,10 +13,10 @@ import pandas as pd
 from ..data.demo import DemoData, label_matrix, load_demo
 from ..data.phantom import PhantomConfig
 from ..data.second_reader import synthetic_reader
+from ..errors import UnknownNameError
 from ..labels import DEMO_LABELS
 from ..models.registry import load
 from ..store import write_store
-from ..errors import UnknownNameError
 from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
