@@ -67,8 +67,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
                    help="compute IG, GradientSHAP and occlusion for every positive test case, not a sample "
                         "(hours on a 2-core CPU, minutes on a GPU)")
     p.add_argument("--phase", choices=PHASES, default="all",
-                   help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++ "
-                        "and their scores, ~2 min); evidence: the costly explainers on 30 positives per finding, the "
+                   help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
+                        "about 2 min); evidence: their scores, the costly explainers on 30 positives per finding, the "
                         "occlusion sweep on 20 shared cases, fidelity on 50, trust on 30 (run in the background by "
                         "the app); all: both")
     p.add_argument("--status", type=Path, default=None,

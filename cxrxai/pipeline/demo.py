@@ -48,8 +48,8 @@ def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 #: Phases of the demo build. ``quick`` is what the app needs to open (cases, predictions,
-#: thresholds, Grad-CAM/Grad-CAM++ for every test image × finding and their scores: about two
-#: minutes on 2 CPU cores); ``evidence`` is the rest, sized so that every number the explainer
+#: thresholds, Grad-CAM/Grad-CAM++ for every test image × finding: about two minutes on 2 CPU
+#: cores); ``evidence`` is the rest (their scores first), sized so that every number the explainer
 #: pages show rests on enough cases (see :data:`EVIDENCE`); ``all`` is both, in that order.
 PHASES = ("all", "quick", "evidence")
 
@@ -89,12 +89,13 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
         Stage("predictions", predictions_stage),
         Stage("thresholds", thresholds_stage),
         Stage("cams", lambda ctx: cam_stage(ctx, plan)),
-        Stage("localization", localization_stage),
     ]
-    rest = [
+    costly = [
         Stage("maps", lambda ctx: maps_stage(ctx, plan)),
         Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
         Stage("localization", localization_stage),
+    ]
+    metrics = [
         Stage("second reader", reader_stage),
         Stage("baselines", baseline_stage),
         Stage("geometry", geometry_stage),
@@ -103,9 +104,9 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
     ]
     if phase == "quick":
         return quick
-    if phase == "evidence":
-        return [*quick[:2], *rest]  # predictions and thresholds resume instantly; the maps need them
-    return [*quick[:3], *rest]
+    if phase == "evidence":  # the CAMs' scores first (a minute), then the costly maps and what needs them
+        return [*quick[:2], Stage("localization (CAMs)", localization_stage), *costly, *metrics]
+    return [*quick, *costly, *metrics]
 
 
 def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,

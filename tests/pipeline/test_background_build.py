@@ -24,9 +24,10 @@ from cxrxai.store import open_store
 def test_the_phases_split_the_build_and_the_evidence_is_sized_as_promised():
     quick = [s.name for s in demo_stages(phase="quick")]
     evidence = [s.name for s in demo_stages(phase="evidence")]
-    assert quick == ["predictions", "thresholds", "cams", "localization"]
-    assert "maps" not in quick and {"maps", "occlusion sweep", "trust", "fidelity", "baselines"} <= set(evidence)
-    assert [s.name for s in demo_stages()] == [*quick[:3], *evidence[2:]]
+    assert quick == ["predictions", "thresholds", "cams"]
+    assert evidence[:3] == ["predictions", "thresholds", "localization (CAMs)"]  # resumed instantly, then scores
+    assert {"maps", "occlusion sweep", "localization", "trust", "fidelity", "baselines"} <= set(evidence)
+    assert [s.name for s in demo_stages()] == [*quick, *evidence[3:]]
     plan, trust, fidelity = _plans(False, EVIDENCE)
     assert {m.method: m.per_label for m in plan.maps} == {"gradientshap": 30, "ig": 30, "occlusion": 30}
     assert (plan.sweep_cases, fidelity.cases, trust.images) == (20, 50, 30)
@@ -41,7 +42,7 @@ def test_the_evidence_phase_resumes_a_quick_store_and_marks_it_complete(tmp_path
     with open_store(path) as s:
         assert set(s.stored_methods("tiny-densenet121")) == {"gradcam", "gradcam++"}
         assert s.meta("evidence_built_at") is None
-        assert not s.table("localization", model_id="tiny-densenet121").empty
+        assert s.table("localization", model_id="tiny-densenet121").empty  # scored in the background
     small = Evidence(per_finding=2, sweep_cases=3, fidelity_cases=2, trust_images=3)
     stages = [st for st in demo_stages(phase="evidence", evidence=small) if st.name not in ("trust", "fidelity")]
     build_demo(path, model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, phase="evidence",
@@ -49,6 +50,8 @@ def test_the_evidence_phase_resumes_a_quick_store_and_marks_it_complete(tmp_path
     with open_store(path) as s:
         assert s.meta("evidence_built_at")
         index = s.map_index(model_id="tiny-densenet121")
+        scored = s.table("localization", model_id="tiny-densenet121", source="explainer")
+    assert {"gradcam", "gradcam++", "ig", "occlusion"} <= set(scored.method)
     assert {"ig", "gradientshap", "occlusion"} <= set(index.method)
     ig = index[index.method == "ig"]
     assert ig.groupby("label").size().max() == 2  # per_finding positives of each finding (or all, when fewer)
