@@ -104,6 +104,38 @@ def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive
                  hit=("hit", "mean"), auc=("roc_auc", "mean"), auc_sd=("roc_auc", "std")).reset_index()
 
 
+def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice_: str = "positive",
+                      n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Which explainer finds the lesion, per finding: explainers ranked by mean ``metric`` (iou,
+    hit = pointing game, roc_auc), each compared with the best on the cases both scored — the
+    paired difference best − it with a bootstrap 95 % CI over cases, as Saporta et al. compare
+    a method with the human benchmark (no interval from fewer than ``stats.MIN_CI_N`` pairs)."""
+    loc = _need(store.table("localization", model_id=model_id), store, "localization metrics", "localization", model_id)
+    tables = {}
+    for method in sorted(loc.loc[loc.source == "explainer", "method"].unique()):
+        try:
+            c = localization_cases(store, model_id, slice_=slice_, method=method)
+        except StoreError:
+            continue  # no case of this slice among its maps
+        tables[_method_name(method, c.params_key.iloc[0])] = c.pivot_table(index="image_id", columns="label",
+                                                                           values=metric, aggfunc="first")
+    rows = []
+    for label in sorted({lab for t in tables.values() for lab in t.columns}):
+        scores = {k: t[label].dropna() for k, t in tables.items() if label in t and t[label].notna().any()}
+        ranked = sorted(scores, key=lambda k: (-scores[k].mean(), k))
+        for rank, name in enumerate(ranked, 1):
+            row = {"label": label, "rank": rank, "explainer": name, "n": len(scores[name]),
+                   metric: float(scores[name].mean()), "vs": ranked[0] if rank > 1 else None}
+            if rank > 1:
+                best, this = scores[ranked[0]].align(scores[name], join="inner")
+                ci = stats.bootstrap_table((best - this).to_frame("d"), n_boot=n_boot, seed=seed).iloc[0]
+                row.update(n_paired=int(ci["n"]), difference=float(ci["estimate"]), lower=ci["lower"],
+                           upper=ci["upper"], behind=bool(ci["lower"] > 0))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["label", "rank", "explainer", "n", metric, "vs", "n_paired", "difference",
+                                       "lower", "upper", "behind"])
+
+
 def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive") -> pd.DataFrame:
     """Thesis Fig. 3 / Table S4: per patch/stride — grid, seconds per map, IoU/PLA/AUC with CIs."""
     idx = _need(store.map_index(model_id=model_id, method="occlusion"), store, "occlusion maps", "sweep", model_id)
@@ -303,6 +335,8 @@ def performance(store: Store, model_id: str, *, split: str | None = None) -> pd.
 REPORTS: dict[str, Report] = {r.name: r for r in [
     Report("performance", "AUROC per label with 95% CI (model card)", performance),
     Report("explainers", "thesis Table 1: explainer × finding IoU / PLA / AUC", explainer_table),
+    Report("explainer-ranking", "which explainer finds the lesion: ranks with paired bootstrap CIs (Saporta-style)",
+           explainer_ranking),
     Report("occlusion-sweep", "thesis Fig. 3 and Table S4: occlusion patch/stride sweep with timings", occlusion_sweep),
     Report("localization", "Saporta Fig. 2: mIoU / hit rate per finding with bootstrap CI", localization_summary),
     Report("human-benchmark", "Saporta Fig. 2, Suppl. Tables 4-5: % decrease vs a second reader", human_benchmark),

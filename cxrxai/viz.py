@@ -218,3 +218,25 @@ def paired_lines(f: pd.DataFrame) -> go.Figure:
     fig.update_layout(title="AUDCdiff by fill (> 0: the explanation beats a random order)", yaxis_title="AUDCdiff",
                       **_LAYOUT)
     return fig
+
+
+def ranking_display(ranking: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The explainer ranking as a reader sees it: the mean with n, and each explainer's paired
+    difference from the best with its CI — or why there is none — never a bare NaN."""
+    rows = []
+    for r in ranking.itertuples(index=False):
+        d = r._asdict()
+        if d["vs"] is None or d["vs"] != d["vs"]:
+            versus = "best"
+        elif d["lower"] != d["lower"]:
+            versus = (f"{d['difference']:+.3f} behind {d['vs']} on {int(d['n_paired'])} shared cases "
+                      f"(no interval from fewer than 5)")
+        else:
+            verdict = "behind" if d["behind"] else "not distinguishable from"
+            versus = (f"{verdict} {d['vs']}: {d['difference']:+.3f} [{d['lower']:.3f}, {d['upper']:.3f}], "
+                      f"n = {int(d['n_paired'])} shared cases")
+        small = " (n < 10)" if d["n"] < SMALL_N else ""
+        rows.append({"finding": d["label"], "rank": d["rank"], "explainer": d["explainer"],
+                     metric: f"{d[metric]:.3f}{small}", "n": d["n"], "compared with the best (paired bootstrap 95 % CI)":
+                     versus})
+    return pd.DataFrame(rows)

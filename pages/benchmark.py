@@ -20,6 +20,19 @@ if table is not None and not table.empty:
     st.caption("IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
                "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count.")
 
+st.subheader("Which explainer finds the lesion")
+c1, c2 = st.columns(2)
+rank_metric = ui.metric_select(["iou", "hit", "roc_auc"], key="rank_metric", container=c1, horizontal=True)
+rank_slice = c2.radio("Cases", ["positive", "true_positive"], horizontal=True, key="rank_slice",
+                      format_func={"true_positive": "true positives", "positive": "all positives"}.get)
+ranking = ui.try_report(store, "explainer-ranking", model_id, metric=rank_metric, slice_=rank_slice)
+if ranking is not None and not ranking.empty:
+    st.dataframe(viz.ranking_display(ranking, rank_metric), hide_index=True)
+    ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank")
+    st.caption("Per finding, explainers by mean score; each is compared with the best on the cases both scored "
+               "(paired bootstrap over cases, 1,000 resamples, CheXlocalize's percentile bounds). \"behind\": the "
+               "interval excludes 0. Exact phantom masks, reference reader.")
+
 st.subheader("Occlusion patch / stride")
 sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
