@@ -26,7 +26,7 @@ def test_ranks_and_paired_differences_match_a_hand_computation(tiny_full_store):
         for r in g.itertuples():
             if r.explainer in plain:
                 scores = tables[r.explainer][label].dropna()
-                assert r.n == len(scores) and np.isclose(getattr(r, "iou"), scores.mean())
+                assert r.n == len(scores) and np.isclose(r.iou, scores.mean())
     checked = 0
     for r in ranking[(ranking["rank"] > 1) & ranking.explainer.isin(plain) & ranking.vs.isin(plain)].itertuples():
         diff = (tables[r.vs][r.label] - tables[r.explainer][r.label]).dropna()  # best − it, on shared cases
