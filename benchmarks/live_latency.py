@@ -74,9 +74,11 @@ def _during(page, clicks: int) -> list[float]:
     times = []
     for _ in range(clicks):
         times.append(_flick(page))
+        try:  # the button is redrawn with the page: give it a moment before deciding the map is done
+            page.get_by_role("button", name="Cancel").wait_for(timeout=3000)
+        except Exception:  # noqa: BLE001 — Playwright's TimeoutError: the map finished, later clicks would be idle
+            break
         page.wait_for_timeout(400)
-        if page.get_by_role("button", name="Cancel").count() == 0:
-            break  # the map finished: later clicks would be idle ones
     return times
 
 
