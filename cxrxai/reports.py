@@ -128,6 +128,10 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
                    metric: float(scores[name].mean()), "vs": ranked[0] if rank > 1 else None}
             if rank > 1:
                 best, this = scores[ranked[0]].align(scores[name], join="inner")
+                if best.empty:  # scored on different cases: nothing to pair
+                    row.update(n_paired=0, difference=np.nan, lower=np.nan, upper=np.nan, behind=False)
+                    rows.append(row)
+                    continue
                 ci = stats.bootstrap_table((best - this).to_frame("d"), n_boot=n_boot, seed=seed).iloc[0]
                 row.update(n_paired=int(ci["n"]), difference=float(ci["estimate"]), lower=ci["lower"],
                            upper=ci["upper"], behind=bool(ci["lower"] > 0))

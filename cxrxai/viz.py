@@ -228,6 +228,8 @@ def ranking_display(ranking: pd.DataFrame, metric: str) -> pd.DataFrame:
         d = r._asdict()
         if d["vs"] is None or d["vs"] != d["vs"]:
             versus = "best"
+        elif not d["n_paired"]:
+            versus = f"no case scored by both it and {d['vs']}: not compared"
         elif d["lower"] != d["lower"]:
             versus = (f"{d['difference']:+.3f} behind {d['vs']} on {int(d['n_paired'])} shared cases "
                       f"(no interval from fewer than 5)")
