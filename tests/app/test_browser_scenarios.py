@@ -34,13 +34,20 @@ def test_researcher_a_tpr_bar_opens_exactly_that_groups_positives(app_url, tiny_
         page.get_by_role("heading", name="Subgroups").first.wait_for(timeout=90_000)
         chart = page.locator(".js-plotly-plot").first  # the rate chart
         chart.wait_for(timeout=60_000)
-        chart.scroll_into_view_if_needed()
-        bars = chart.locator(".bars .point path")
-        # Plotly's drag layer takes the pointer: click where the widest bar is drawn
-        box = max((bars.nth(i).bounding_box() for i in range(bars.count())), key=lambda b: b["width"] * b["height"])
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         selected = page.get_by_text(re.compile(r"^Selected .* positives\.$")).first
-        selected.wait_for(timeout=30_000)
+        for attempt in range(3):  # a click that lands while the page is still settling is lost: click again
+            chart.scroll_into_view_if_needed()
+            page.wait_for_timeout(1000)
+            bars = chart.locator(".bars .point path")
+            # Plotly's drag layer takes the pointer: click where the widest bar is drawn
+            box = max((bars.nth(i).bounding_box() for i in range(bars.count())), key=lambda b: b["width"] * b["height"])
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            try:
+                selected.wait_for(timeout=15_000)
+                break
+            except Exception:  # noqa: BLE001 — Playwright's TimeoutError
+                if attempt == 2:
+                    raise
         label, sex = selected.inner_text()[len("Selected "):-len(" · positives.")].split(" · ")
         page.get_by_text("Open these cases in the explorer").first.click()
         page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=60_000)
@@ -133,8 +140,16 @@ def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(app_url):  
         cancel.wait_for(timeout=60_000)
         bar = page.locator('[data-testid="stProgress"]').first
         before = bar.inner_text()
-        cancel.click()
-        page.get_by_text("Cancelled: the partial map is shown").first.wait_for(timeout=30_000)
+        notice = page.get_by_text("Cancelled: the partial map is shown").first
+        for _ in range(8):  # the progress fragment redraws every 0.5 s: a click landing on a redraw is lost
+            try:
+                cancel.first.click(timeout=2000)
+                notice.wait_for(timeout=1500)
+                break
+            except Exception:  # noqa: BLE001 — Playwright's TimeoutError: click again while the map computes
+                if cancel.count() == 0 and notice.count() == 0:
+                    break  # the map finished before any click landed: the assertions below say so
+        notice.wait_for(timeout=30_000)
         caption = page.get_by_text(re.compile(r"Occlusion patch 8 stride 4 .*cancelled \(partial\)")).first
         caption.wait_for(timeout=10_000)
         page.wait_for_timeout(6000)  # longer than the map takes: a restarted job would have finished by now
