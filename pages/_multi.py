@@ -87,7 +87,7 @@ def _fragment(name: str):
     return st.fragment(_multi_view, run_every=_viewer.POLL_S if polling else None)
 
 
-def _title(store, spec: dict) -> str:
+def _title(spec: dict) -> str:
     what = f"{get(spec['method']).title} {_viewer.describe(spec['params'])}".strip()
     return f"{spec['model']} · {what}"
 
@@ -102,10 +102,11 @@ def _multi_view(store, label: str, specs: list[dict], display: dict, readers, na
         truth = _viewer.ground_truth(ui.truth(path, built, s["case"]), label, readers)
         truths.append(truth)
         img = ui.image(path, built, s["case"])
-        short = outcome(store, s["model"], s["case"], label).split(" (")[0]
+        s["outcome"] = outcome(store, s["model"], s["case"], label)
+        short = s["outcome"].split(" (")[0]
         title = f"{get(s['method']).title} · {s['model']}<br>{s['case']} · {short}"
         if not short.startswith("no "):
-            title += f" · {outcome(store, s['model'], s['case'], label).rsplit(' · ', 1)[-1]}"
+            title += f" · {s['outcome'].rsplit(' · ', 1)[-1]}"
         panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title, **truth})
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
     fig = film.film_grid(panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
@@ -117,7 +118,7 @@ def _multi_view(store, label: str, specs: list[dict], display: dict, readers, na
     cells = [c for start in range(0, len(specs), per_row) for c in st.columns(per_row)]
     for s, r, truth, col in zip(specs, resolved, truths, cells):
         with col:
-            st.caption(f"**{_title(store, s)}** · {s['case']} · {outcome(store, s['model'], s['case'], label)} · "
+            st.caption(f"**{_title(s)}** · {s['case']} · {s['outcome']} · "
                        f"{r.source}")
             _viewer.details(store, s["model"], s["case"], label, s["method"], s["params"], display, truth, r,
                             s["slot"])

@@ -78,9 +78,13 @@ class StatusWriter:
             return
         self.last_write = now
         self.state["updated_at"] = now
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.state))
-        os.replace(tmp, self.path)  # readers never see half a file
+        _write_json(self.path, self.state)
+
+
+def _write_json(path: Path, state: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)  # readers never see half a file
 
 
 def read_status(store_path: str | Path) -> dict | None:
@@ -113,7 +117,5 @@ def ensure_started(store_path: str | Path, *, complete: bool, command: list[str]
                                 start_new_session=True)  # outlives a server restart, never killed with it
     status = {"pid": proc.pid, "phase": "evidence", "state": "running", "running": True, "started_at": time.time(),
               "stage": "starting", "done": 0, "total": 0}
-    tmp = status_path(store_path).with_name(status_path(store_path).name + ".tmp")
-    tmp.write_text(json.dumps(status))
-    os.replace(tmp, status_path(store_path))
+    _write_json(status_path(store_path), status)
     return status

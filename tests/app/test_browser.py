@@ -90,6 +90,20 @@ def app_url(tiny_full_store):
         yield url
 
 
+def explorer_with(page, app_url: str, explainer: str, keys: dict[str, str] | None = None, *, pause_ms: int = 800):
+    """Open the explorer, choose ``explainer`` and press ``keys`` (slider label → key) on its sliders."""
+    page.goto(f"{app_url}/explorer")
+    page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first.click()
+    page.get_by_role("option", name=explainer, exact=True).click()
+    for label, key in (keys or {}).items():
+        page.get_by_text(label).first.wait_for(timeout=60_000)
+        slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
+        slider.focus()
+        slider.press(key)
+        page.wait_for_timeout(pause_ms)
+
+
 def _no_error(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
@@ -119,17 +133,7 @@ def test_every_page_and_live_occlusion_in_chromium(app_url):
             _no_error(page)
             page.screenshot(path=str(ARTIFACTS / f"page-{path or 'overview'}.png"), full_page=True)
 
-        page.goto(f"{app_url}/explorer")
-        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
-        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
-        explainer.click()
-        page.get_by_role("option", name="Occlusion", exact=True).click()
-        page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
-        for label, key in (("Patch (px)", "ArrowLeft"), ("Stride (px)", "ArrowLeft")):
-            slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
-            slider.focus()
-            slider.press(key)
-            page.wait_for_timeout(800)
+        explorer_with(page, app_url, "Occlusion", {"Patch (px)": "ArrowLeft", "Stride (px)": "ArrowLeft"})
         # The first slider step may finish its own live map (24/16) before the second arrives:
         # wait for the caption of the last setting, one step left of 32/16 on each slider.
         live = page.get_by_text(re.compile(r"Occlusion patch 24 stride 12 .*recomputed live")).first

@@ -14,7 +14,7 @@ import re
 import time
 
 import pytest
-from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url  # noqa: F401 — fixtures
+from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url, explorer_with  # noqa: F401 — fixtures
 
 from cxrxai import summaries
 from cxrxai.store import open_store
@@ -63,11 +63,7 @@ def test_researcher_a_tpr_bar_opens_exactly_that_groups_positives(app_url, tiny_
 
 def test_presenter_settings_survive_navigation_and_live_in_the_url(app_url):  # noqa: F811
     with _browser() as page:
-        page.goto(f"{app_url}/explorer")
-        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
-        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
-        explainer.click()
-        page.get_by_role("option", name="Grad-CAM++", exact=True).click()
+        explorer_with(page, app_url, "Grad-CAM++")
         page.wait_for_url(re.compile(r"explainer=gradcam(%2B%2B|\+\+)"), timeout=30_000)
         nav = page.locator('[data-testid="stSidebarNav"]')
         nav.get_by_text("Overview").click()
@@ -124,17 +120,8 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
 
 def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(app_url):  # noqa: F811
     with _browser() as page:
-        page.goto(f"{app_url}/explorer")
-        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
-        explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
-        explainer.click()
-        page.get_by_role("option", name="Occlusion", exact=True).click()
-        page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
-        for label in ("Patch (px)", "Stride (px)"):  # the finest setting: 8/4, the slowest map
-            slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
-            slider.focus()
-            slider.press("Home")
-            page.wait_for_timeout(600)
+        # the finest setting: 8/4, the slowest map
+        explorer_with(page, app_url, "Occlusion", {"Patch (px)": "Home", "Stride (px)": "Home"}, pause_ms=600)
         started = time.monotonic()
         cancel = page.get_by_role("button", name="Cancel")
         notice = page.get_by_text("Cancelled: the partial map is shown").first
