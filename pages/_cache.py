@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import paths, reports, summaries
+from cxrxai import paths, provenance, reports, summaries
 from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
@@ -56,7 +56,12 @@ def version(store: Store) -> str:
 # --------------------------------------------------------------------------- cached reads
 @st.cache_data(show_spinner="Computing…", max_entries=64)
 def report(path: str, built_at: str, name: str, model_id: str, **options) -> pd.DataFrame:
-    return reports.run_report(_open(path), name, model_id, **options)
+    """Report ``name``; its export header (model, thresholds, explainer parameters, seed, interval
+    method) rides along in ``attrs["provenance"]`` for :func:`pages._widgets.download_csv`."""
+    store = _open(path)
+    table = reports.run_report(store, name, model_id, **options)
+    table.attrs["provenance"] = provenance.report_provenance(store, name, model_id, table, **options)
+    return table
 
 
 def try_report(store: Store, name: str, model_id: str, **options) -> pd.DataFrame | None:

@@ -14,6 +14,7 @@ from cxrxai import summaries
 from cxrxai.explain import get as get_method
 from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
+from cxrxai.provenance import with_header
 from cxrxai.store import Store
 
 __all__ = ["SELECTED", "chart", "download_csv", "download_png", "explainer_select", "metric_select", "missing",
@@ -81,7 +82,12 @@ def metric_select(names: list[str], *, key: str, container=st, label: str = "Met
 
 # --------------------------------------------------------------------------- downloads
 def download_csv(df: pd.DataFrame, name: str, *, key: str) -> None:
-    st.download_button("Download CSV", df.to_csv(index=False).encode(), file_name=name, mime="text/csv", key=key)
+    """A CSV download; a report's table carries its provenance header (``# key: value`` lines:
+    model, thresholds, explainer parameters, seed, interval method)."""
+    head = df.attrs.get("provenance")
+    st.download_button("Download CSV", with_header(df, head).encode(), file_name=name, mime="text/csv", key=key,
+                       help="Lines starting with # say what the table was computed from "
+                            "(`cxrxai.provenance.read_export` reads both)" if head else None)
 
 
 def download_png(rgb: np.ndarray, name: str, *, key: str) -> None:

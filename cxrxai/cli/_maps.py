@@ -147,6 +147,9 @@ def _add_report(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print CSV")
     out.add_argument("--json", action="store_true", help="print JSON records")
+    out.add_argument("--out", type=Path, default=None,
+                     help="write CSV with a provenance header (# model, thresholds, explainer parameters, seed, "
+                          "interval method)")
 
 
 @command("report", "print one of the papers' tables from a store", _add_report)
@@ -159,6 +162,13 @@ def _report(args) -> int:
     with open_store(args.store or paths.demo_store()) as store:
         model_id = args.model or str(store.models()["model_id"].iloc[0])
         table = run_report(store, args.name, model_id, **dict(args.option))
+        if args.out is not None:
+            from ..provenance import report_provenance, with_header
+
+            head = report_provenance(store, args.name, model_id, table, **dict(args.option))
+            args.out.write_text(with_header(table, head))
+            print(json.dumps({"rows": len(table), "report": args.name, "model": model_id, "out": str(args.out)}))
+            return 0
     if args.csv:
         print(table.to_csv(index=False), end="")
     elif args.json:

@@ -243,6 +243,15 @@ class Queries:
             return []
         return sorted(r[0] for r in self._rows("SELECT DISTINCT method FROM maps WHERE model_id = ?", [model_id]))
 
+    def map_settings(self, model_id: str, *, method: str | None = None) -> pd.DataFrame:
+        """Explainer settings with stored maps for ``model_id``: method, params_key, n (maps),
+        most maps first (one aggregate query)."""
+        if not self.has_table("maps"):
+            return pd.DataFrame(columns=["method", "params_key", "n"])
+        where, params = _where(model_id=model_id, method=method)
+        return self._df(f"SELECT method, params_key, count(*) AS n FROM maps{where} GROUP BY ALL "
+                        "ORDER BY n DESC, method, params_key", params)
+
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,
                   label: str | None = None, method: str | None = None) -> pd.DataFrame:
         """Which maps exist (no values): model, image, label, method, parameters, seconds."""

@@ -1,0 +1,119 @@
+"""What an exported table was computed from: model, thresholds, explainer parameters, seed and
+interval method, written as ``# key: value`` lines above the CSV (``read_export`` reads both back).
+
+A table that leaves the app without these cannot be compared with anything: the same report on
+another model, threshold rule or occlusion setting gives other numbers with the same columns.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import DataError
+
+__all__ = ["INTERVALS", "read_export", "report_provenance", "with_header"]
+
+_BOOT = "percentile bootstrap over cases, {n_boot} resamples, seed {seed}, 95 %"
+_CHEXLOCALIZE = ("case bootstrap as CheXlocalize's eval.py (legacy NumPy RandomState, seed {seed}, {n_boot} "
+                 "resamples jointly over labels, sorted replicates 24 and 974), 95 %")
+#: How each report's intervals are made; ``{option}`` is filled from the report's options.
+INTERVALS: dict[str, str] = {
+    "performance": "AUROC: " + _BOOT,
+    "explainers": "none (mean and sd per explainer × finding)",
+    "explainer-ranking": "paired " + _BOOT + " of the difference to the best explainer; none from fewer than 5 pairs",
+    "occlusion-sweep": _CHEXLOCALIZE,
+    "localization": _CHEXLOCALIZE,
+    "human-benchmark": "paired " + _CHEXLOCALIZE + " of the % decrease",
+    "subgroup-tpr": "rates: {ci} 95 % interval per group; AUROC: Hanley–McNeil 95 %",
+    "underdiagnosis": "rates: Wilson 95 % interval per group",
+    "explanation-auc-subgroups": _BOOT,
+    "geometry": "OLS 95 % CI (unadjusted); p Bonferroni-adjusted over the regressions",
+    "confidence": "OLS 95 % CI; Spearman ρ with a Fisher-z 95 % CI",
+    "trust": "one-sample t-tests at alpha {alpha} (Arun et al.'s PASS/FAIL)",
+    "randomization": "none (mean SSIM per randomized layer)",
+    "similarity": "none (mean SSIM per pair of models)",
+    "fidelity": "none (mean per explainer)",
+}
+#: Seeds of reports that resample without exposing a ``seed`` option.
+_FIXED_SEED = {"occlusion-sweep": 0, "localization": 0, "human-benchmark": 0, "performance": 0,
+               "explanation-auc-subgroups": 0}
+
+
+#: Reports over every stored setting of one explainer (the sweep compares them).
+_EVERY_SETTING = {"occlusion-sweep": "occlusion"}
+
+
+def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, options: dict) -> str:
+    """The explainer settings behind the table: its own (method, params_key) pairs; every setting
+    of a sweep; the setting with the most stored maps of the ``method`` option (the one reports
+    score by default); else that of each stored method."""
+    if {"method", "params_key"} <= set(table.columns):
+        pairs = table[["method", "params_key"]].drop_duplicates().itertuples(index=False)
+        return "; ".join(f"{m} {k}" for m, k in pairs)
+    method = _EVERY_SETTING.get(name, options.get("method"))
+    counts = store.map_settings(model_id, method=method)
+    if counts.empty:
+        return f"{method}: no stored maps" if method else "no stored maps"
+    if name not in _EVERY_SETTING:
+        counts = counts.drop_duplicates("method") if method is None else counts.head(1)
+    return "; ".join(f"{r.method} {r.params_key} ({r.n:,} maps)" for r in counts.itertuples())
+
+
+def _thresholds(store, model_id: str, spec: dict) -> str:
+    t = store.thresholds(model_id)
+    rule = spec.get("card", {}).get("threshold_method", "stored thresholds")
+    if t.empty:
+        return f"none stored ({rule})"
+    return f"{rule}: " + ", ".join(f"{r.label}={r.threshold:.4g}" for r in t.itertuples())
+
+
+def report_provenance(store, name: str, model_id: str, table: pd.DataFrame | None = None, **options) -> dict[str, str]:
+    """The header of report ``name``'s export: report, store, model, thresholds, explainer
+    parameters, options (defaults filled in), seed and interval method."""
+    from .reports import REPORTS, report_options
+
+    opts = {**report_options(name), **{k.rstrip("_"): v for k, v in options.items()}}
+    models = store.models()
+    row = models[models.model_id == model_id]
+    spec = json.loads(row.spec.iloc[0]) if len(row) and isinstance(row.spec.iloc[0], str) else {}
+    model = (f"{model_id} ({row.arch.iloc[0]}, explains the {row.explained_output.iloc[0]}, weights sha256 "
+             f"{str(row.weights_sha256.iloc[0])[:12]})") if len(row) else f"{model_id} (not registered in the store)"
+    seed = opts.get("seed", _FIXED_SEED.get(name))
+    fill = {"n_boot": 1000, **opts, "seed": seed}  # reports without the option resample 1000 times
+    return {
+        "report": f"{name} — {REPORTS[name].reproduces}",
+        "store": Path(str(store.path)).name,
+        "model": model,
+        "thresholds": _thresholds(store, model_id, spec),
+        "explainer parameters": _explainer_params(store, model_id, name, table if table is not None else pd.DataFrame(), opts),
+        "options": json.dumps({k: v for k, v in opts.items()}, default=str),
+        "seed": "none (no resampling)" if seed is None else str(seed),
+        "interval": INTERVALS.get(name, "none").format(**fill),
+        "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def with_header(table: pd.DataFrame, provenance: dict[str, str] | None) -> str:
+    """``table`` as CSV under ``# key: value`` lines (none without ``provenance``)."""
+    head = "".join(f"# {k}: {' '.join(str(v).splitlines())}\n" for k, v in (provenance or {}).items())
+    return head + table.to_csv(index=False)
+
+
+def read_export(path_or_text: str | Path) -> tuple[dict[str, str], pd.DataFrame]:
+    """The header and the table of a CSV written by :func:`with_header`."""
+    text = Path(path_or_text).read_text() if isinstance(path_or_text, Path) else str(path_or_text)
+    lines = text.splitlines(keepends=True)
+    head: dict[str, str] = {}
+    k = 0
+    while k < len(lines) and lines[k].startswith("# "):
+        key, sep, value = lines[k][2:].rstrip("\n").partition(": ")
+        if not sep:
+            raise DataError(f"export header line {k + 1} is not '# key: value': {lines[k]!r}")
+        head[key] = value
+        k += 1
+    return head, pd.read_csv(io.StringIO("".join(lines[k:])))

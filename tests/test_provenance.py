@@ -1,0 +1,86 @@
+"""Exported report tables say what they were computed from: model, thresholds, explainer
+parameters, seed and interval method, in a ``# key: value`` header that reads back."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from cxrxai.cli import main
+from cxrxai.errors import DataError
+from cxrxai.provenance import read_export, report_provenance, with_header
+from cxrxai.reports import run_report
+from cxrxai.store import open_store
+
+
+def test_cli_report_out_writes_the_header_and_the_same_table(tiny_full_store, tmp_path):
+    out = tmp_path / "ranking.csv"
+    assert main(["report", "explainer-ranking", "--store", str(tiny_full_store), "--option", "metric=hit",
+                 "--option", "seed=3", "--out", str(out)]) == 0
+    head, table = read_export(out)
+    with open_store(tiny_full_store) as store:
+        model = store.models().iloc[0]
+        thresholds = store.thresholds(model.model_id)
+        expected = run_report(store, "explainer-ranking", model.model_id, metric="hit", seed=3)
+    assert head["report"].startswith("explainer-ranking — ")
+    assert head["model"].startswith(f"{model.model_id} ({model.arch}, explains the {model.explained_output}")
+    assert model.weights_sha256[:12] in head["model"]
+    # every stored threshold, with the rule that chose it
+    for r in thresholds.itertuples():
+        assert f"{r.label}={r.threshold:.4g}" in head["thresholds"]
+    assert head["seed"] == "3"
+    assert "1000 resamples, seed 3" in head["interval"] and "paired" in head["interval"]
+    assert json.loads(head["options"])["metric"] == "hit"
+    pd.testing.assert_frame_equal(table, expected.reset_index(drop=True), check_dtype=False, check_exact=False)
+
+
+def test_explainer_parameters_name_the_setting_behind_the_numbers(tiny_full_store):
+    with open_store(tiny_full_store) as store:
+        model_id = store.models().model_id.iloc[0]
+        settings = store.map_settings(model_id, method="occlusion")
+        head = report_provenance(store, "explanation-auc-subgroups", model_id, pd.DataFrame(), method="occlusion")
+        sweep = run_report(store, "occlusion-sweep", model_id)
+        sweep_head = report_provenance(store, "occlusion-sweep", model_id, sweep)
+    top = settings.iloc[0]
+    # the occlusion setting with the most maps (32/16 beside the sweep's others), and its count
+    assert head["explainer parameters"] == f"occlusion {top.params_key} ({top.n:,} maps)"
+    assert '"patch":32' in top.params_key and '"stride":16' in top.params_key
+    assert settings.n.is_monotonic_decreasing and len(settings) == 3  # the tiny sweep's three settings
+    assert "seed 0" in head["interval"]
+    # the sweep lists every setting it compares, each with its number of maps
+    assert sweep_head["explainer parameters"] == "; ".join(
+        f"occlusion {r.params_key} ({r.n:,} maps)" for r in settings.itertuples())
+    assert len(sweep) == 3
+
+
+def test_a_report_without_resampling_says_so(tiny_full_store):
+    with open_store(tiny_full_store) as store:
+        model_id = store.models().model_id.iloc[0]
+        head = report_provenance(store, "subgroup-tpr", model_id, by="age_bin", ci="bootstrap")
+    assert head["seed"] == "none (no resampling)" or head["seed"].isdigit()
+    assert head["interval"].startswith("rates: bootstrap 95 %")
+    assert json.loads(head["options"])["by"] == "age_bin"
+
+
+def test_header_round_trip_and_a_bad_header_line():
+    table = pd.DataFrame({"label": ["Mass", "Nodule"], "n": [31, 4]})
+    text = with_header(table, {"model": "m (densenet121)", "interval": "two\nlines"})
+    head, back = read_export(text)
+    assert head == {"model": "m (densenet121)", "interval": "two lines"}
+    pd.testing.assert_frame_equal(back, table)
+    assert with_header(table, None) == table.to_csv(index=False)
+    with pytest.raises(DataError, match="line 1 is not '# key: value'"):
+        read_export("# no separator\nlabel,n\n")
+
+
+def test_the_pages_cached_report_carries_the_header_to_the_download(tiny_full_store):
+    from pages import _cache
+
+    with open_store(tiny_full_store) as store:
+        model_id = store.models().model_id.iloc[0]
+    table = _cache.report(str(tiny_full_store), "v", "localization", model_id, metric="hit", method="gradcam")
+    head = table.attrs["provenance"]
+    assert head["report"].startswith("localization — ") and "seed 0, 1000 resamples" in head["interval"]
+    assert head["explainer parameters"].startswith("gradcam {")
