@@ -38,9 +38,11 @@ INTERVALS: dict[str, str] = {
     "randomization": "none (mean SSIM per randomized layer)",
     "similarity": "none (mean SSIM per pair of models)",
     "fidelity": "none (mean per explainer)",
+    "shortcut": "paired " + _BOOT + " of the marker-share difference (shortcut − control); none from fewer than 5 pairs",
+    "shortcut-reliance": "percentile bootstrap over cases, 1000 resamples, seed 0, 95 %",
 }
 #: Seeds of reports that resample without exposing a ``seed`` option.
-_FIXED_SEED = {"occlusion-sweep": 0, "localization": 0, "human-benchmark": 0, "performance": 0,
+_FIXED_SEED = {"shortcut-reliance": 0, "occlusion-sweep": 0, "localization": 0, "human-benchmark": 0, "performance": 0,
                "explanation-auc-subgroups": 0}
 
 

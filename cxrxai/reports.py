@@ -17,7 +17,7 @@ import pandas as pd
 from . import stats
 from .errors import StoreError, UnknownNameError
 from .labels import NO_FINDING
-from .metrics import fairness, trust
+from .metrics import fairness, shortcut, trust
 from .store import Store
 from .summaries import fill_command, model_performance, prediction_table
 
@@ -329,6 +329,18 @@ def fidelity_summary(store: Store, model_id: str) -> pd.DataFrame:
     return out
 
 
+def shortcut_explainers(store: Store, model_id: str, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Model or method? Per explainer, marker share under the shortcut model vs its control on the same
+    marked cases (:mod:`cxrxai.metrics.shortcut`; the store's shortcut pair, whatever ``model_id``)."""
+    rows = _need(store.table("shortcut"), store, "planted-shortcut scores", "shortcut")
+    return shortcut.shortcut_summary(rows, n_boot=n_boot, seed=seed)
+
+
+def shortcut_reliance(store: Store, model_id: str) -> pd.DataFrame:
+    """How much each model of the shortcut pair uses the marker: probability with − without it."""
+    return shortcut.reliance(_need(store.table("shortcut"), store, "planted-shortcut scores", "shortcut"))
+
+
 def performance(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
     """AUROC per label with bootstrap CI, TPR/FPR at the stored thresholds (``split`` as in
     :func:`subgroup_tpr`)."""
@@ -353,6 +365,8 @@ REPORTS: dict[str, Report] = {r.name: r for r in [
     Report("randomization", "Arun et al. Fig. 3: SSIM along cascading randomization", randomization_curves),
     Report("similarity", "Arun et al. Fig. 4: repeatability / reproducibility SSIM", similarity_scores),
     Report("fidelity", "thesis §2.4: faithfulness, deletion / insertion, AUDCdiff", fidelity_summary),
+    Report("shortcut", "model or method: explainers' mass on a planted marker the model learned", shortcut_explainers),
+    Report("shortcut-reliance", "planted shortcut: probability with and without the marker", shortcut_reliance),
 ]}
 
 

@@ -242,3 +242,60 @@ def ranking_display(ranking: pd.DataFrame, metric: str) -> pd.DataFrame:
                      metric: f"{d[metric]:.3f}{small}", "n": d["n"], "compared with the best (paired bootstrap 95 % CI)":
                      versus})
     return pd.DataFrame(rows)
+
+
+def shortcut_differences(summary: pd.DataFrame) -> go.Figure:
+    """Per explainer: marker share under the shortcut model minus under its control (paired mean,
+    95 % CI; no bar where fewer than 5 pairs), with n pairs and the verdict on hover."""
+    s = summary.sort_values("difference")
+    ci = s.lower.notna()
+    fig = go.Figure(go.Scatter(
+        x=s.difference, y=s.method, mode="markers", marker=dict(size=10, color=np.where(ci, "#1f77b4", "#aaaaaa")),
+        error_x=dict(type="data", symmetric=False, array=(s.upper - s.difference).fillna(0),
+                     arrayminus=(s.difference - s.lower).fillna(0)),
+        customdata=np.stack([s.pairs, s.verdict, s.shortcut_share, s.control_share], axis=1),
+        hovertemplate="%{y}: %{x:.3f} (n=%{customdata[0]} pairs)<br>%{customdata[1]}<br>shortcut model "
+                      "%{customdata[2]:.3f}, control %{customdata[3]:.3f}<extra></extra>"))
+    fig.add_vline(x=0, line_dash="dot", line_color="grey")
+    for r in s.itertuples():
+        fig.add_annotation(x=1, xref="paper", y=r.method, text=f"n={r.pairs}", showarrow=False, xanchor="left")
+    fig.update_layout(title="Marker share: shortcut model − control (95% paired bootstrap CI)",
+                      xaxis_title="difference in share of the map's positive mass in the marker zone",
+                      height=120 + 40 * len(s), margin=dict(r=60))
+    return fig
+
+
+def _ci_text(value: float, lower: float, upper: float, n: int) -> str:
+    if value != value:
+        return "no cases"
+    if lower != lower:
+        return f"{value:+.3f} (no interval from n = {n} < 5)"
+    return f"{value:+.3f} [{lower:+.3f}, {upper:+.3f}]"
+
+
+def _share(v: float) -> str:
+    return "no map with positive mass" if v != v else f"{v:.1%}"
+
+
+def shortcut_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """The planted-shortcut summary as a reader sees it: shares as percentages beside the chance
+    level, the paired difference with its CI and n, and the verdict — never a bare NaN."""
+    return pd.DataFrame([{
+        "explainer": r.method, "verdict": r.verdict,
+        "shortcut − control (95 % CI)": _ci_text(r.difference, r.lower, r.upper, r.pairs), "n pairs": r.pairs,
+        "marker share, shortcut model": _share(r.shortcut_share), "marker share, control": _share(r.control_share),
+        "chance (zone area)": f"{r.chance:.1%}",
+        "peak on marker, shortcut / control": f"{r.shortcut_peak:.0%} / {r.control_peak:.0%}",
+        "lesion share (positives), shortcut / control": f"{_share(r.shortcut_lesion_share)} / "
+                                                        f"{_share(r.control_lesion_share)}",
+    } for r in summary.itertuples(index=False)])
+
+
+def reliance_display(reliance: pd.DataFrame) -> pd.DataFrame:
+    """Each model's probability with and without the marker on the same cases, with n and CI."""
+    return pd.DataFrame([{
+        "model": f"{r.model_id} ({r.role})", "cases": r.cases, "n": r.n,
+        "probability with marker": "no cases" if r.n == 0 else f"{r.prob_with:.3f}",
+        "without": "no cases" if r.n == 0 else f"{r.prob_without:.3f}",
+        "shift (95 % CI)": _ci_text(r.shift, r.lower, r.upper, r.n),
+    } for r in reliance.itertuples(index=False)])

@@ -16,8 +16,8 @@ from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model_performance", "report",
-           "store_path", "stored_map", "truth", "try_report", "version", "worker"]
+__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model_performance", "report", "shortcut_cases",
+           "shortcut_panels", "store_path", "stored_map", "truth", "try_report", "version", "worker"]
 
 STORE_KEY = "store_path"
 
@@ -71,6 +71,25 @@ def try_report(store: Store, name: str, model_id: str, **options) -> pd.DataFram
     except CxrxaiError as err:
         st.info(str(err))
         return None
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def shortcut_panels(path: str, built_at: str, image_id: str) -> list[dict]:
+    """The film panels of one case of the planted-shortcut analysis (re-rendered, with its maps)."""
+    from cxrxai.pipeline.shortcut import shortcut_panels as panels
+
+    return panels(_open(path).table("shortcut"), image_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
+    """One row per case of the planted-shortcut analysis: id, ground truth, each model's shift."""
+    rows = _open(path).table("shortcut")
+    if rows.empty:
+        return rows
+    one = rows.drop_duplicates(["role", "image_id"]).assign(shift=lambda d: d.prob - d.prob_without)
+    wide = one.pivot(index="image_id", columns="role", values="shift").add_prefix("shift_")
+    return one.drop_duplicates("image_id")[["image_id", "label", "gt_positive"]].merge(wide.reset_index(), on="image_id")
 
 
 @st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)

@@ -4,7 +4,7 @@ benchmark comparison when a second reader exists (Saporta Fig. 2)."""
 
 import streamlit as st
 
-from cxrxai import viz
+from cxrxai import film, viz
 from pages import _common as ui
 
 store, model_id = ui.page("Explainer benchmark")
@@ -32,6 +32,32 @@ if ranking is not None and not ranking.empty:
     st.caption("Per finding, explainers by mean score; each is compared with the best on the cases both scored "
                "(paired bootstrap over cases, 1,000 resamples, CheXlocalize's percentile bounds). \"behind\": the "
                "interval excludes 0. Exact phantom masks, reference reader.")
+
+st.subheader("Model or method? A planted shortcut")
+summary = ui.try_report(store, "shortcut", model_id)
+if summary is not None and not summary.empty:
+    cases = ui.shortcut_cases(str(store.path), ui.version(store))
+    finding = cases.label.iloc[0]
+    st.caption(f"A ResNet-18 fine-tuned on phantoms where a ring marker goes with {finding} (on 90 % of positives, "
+               f"5 % of negatives) against its control, the same network before fine-tuning. Both are explained on "
+               f"the same {len(cases)} test cases rendered with the marker ({int(cases.gt_positive.sum())} "
+               f"{finding} positives, {int((~cases.gt_positive).sum())} negatives). Removing the marker from the "
+               "same image shows what each model uses; an explainer that shows the shortcut puts more of its mass "
+               "on the marker under the shortcut model than under the control.")
+    reliance = ui.try_report(store, "shortcut-reliance", model_id)
+    if reliance is not None:
+        st.dataframe(viz.reliance_display(reliance), hide_index=True)
+    ui.chart(viz.shortcut_differences(summary), key="shortcut_chart")
+    st.dataframe(viz.shortcut_display(summary), hide_index=True)
+    ui.download_csv(summary, "shortcut-explainers.csv", key="dl_shortcut")
+    pick = st.selectbox("Case", cases.image_id.tolist(), key="shortcut_case", format_func=lambda i: (
+        lambda r: f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: shortcut model "
+                  f"{r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}")(cases.set_index("image_id").loc[i]))
+    panels = ui.shortcut_panels(str(store.path), ui.version(store), pick)
+    ui.chart(film.film_grid(panels, columns=len(panels) // 2, height_per_row=300, otsu=False,
+                            revision=f"shortcut-{pick}"), key="shortcut_films")
+    st.caption("White: the lesion (reference); yellow dashed: the marker zone the shares are counted in (the "
+               "marker dilated by 4 % of the side; its area is the chance level). Maps are stored at 56 × 56.")
 
 st.subheader("Occlusion patch / stride")
 sweep = ui.try_report(store, "occlusion-sweep", model_id)

@@ -76,3 +76,44 @@ def tiny_store(tmp_path_factory, tiny_model_path) -> Path:
     build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms", config=TINY,
                stages=[Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)])
     return path
+
+
+@pytest.fixture(scope="session")
+def shortcut_world(tiny_config, tiny_model_path, tmp_path_factory):
+    """The planted shortcut on the tiny cohort: its config, a model fine-tuned from the tiny model
+    for one short epoch, and the folder holding both (``data`` for the phantoms)."""
+    from cxrxai.models.train import TrainConfig
+    from cxrxai.pipeline.shortcut import shortcut_config, train_shortcut_model
+
+    root = tmp_path_factory.mktemp("shortcut")
+    config = shortcut_config(tiny_config, n_images=80)
+    path = train_shortcut_model(tiny_model_path, config=config, models_dir=root / "models", data_dir=root / "data",
+                                name="tiny-shortcut", input_size=64,
+                                train_config=TrainConfig(schedule=((64, 1),), batch_size=16, warmup_steps=2, lr=3e-4))
+    return config, path, root
+
+
+@pytest.fixture(scope="session")
+def shortcut_plan():
+    """Five marked cases (3 positives, 2 negatives), Grad-CAM and a coarse occlusion."""
+    from cxrxai.pipeline.shortcut import ShortcutPlan
+
+    return ShortcutPlan(positives=3, negatives=2, methods=(("gradcam", ()), ("occlusion", (("patch", 32), ("stride", 32)))))
+
+
+@pytest.fixture(scope="session")
+def shortcut_store(shortcut_world, shortcut_plan, tiny_full_store, tiny_model_path, tmp_path_factory) -> Path:
+    """The tiny full store with the planted-shortcut rows added (a copy)."""
+    import shutil
+
+    from cxrxai.models.registry import load
+    from cxrxai.pipeline.shortcut import shortcut_stage
+    from cxrxai.store import write_store
+
+    config, path, root = shortcut_world
+    out = tmp_path_factory.mktemp("shortcut-store") / "store.duckdb"
+    shutil.copy(tiny_full_store, out)
+    with write_store(out) as w:
+        shortcut_stage(w, {"shortcut": load(path, device="cpu"), "control": load(tiny_model_path, device="cpu")},
+                       config=config, data_dir=root / "data", plan=shortcut_plan)
+    return out

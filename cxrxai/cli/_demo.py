@@ -54,6 +54,35 @@ def _train(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- train-shortcut
+
+def _add_train_shortcut(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--control", type=Path, default=None,
+                   help="weights to fine-tune (default data_cache/models/demo-resnet18.pt, the control)")
+    p.add_argument("--name", default=None, help="model name = weights file stem (default demo-resnet18-shortcut)")
+    p.add_argument("--epochs", type=int, default=None, help="fine-tuning epochs at the input size (default 2)")
+    p.add_argument("--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)")
+    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+
+
+@command("train-shortcut", "fine-tune the control model on a cohort where a marker goes with Nodule (the planted "
+         "shortcut; about 6 min on 2 CPU cores)", _add_train_shortcut)
+def _train_shortcut(args) -> int:
+    from dataclasses import replace
+
+    from ..pipeline.shortcut import SHORTCUT_MODEL, SHORTCUT_TRAIN, shortcut_config, train_shortcut_model
+
+    bars = Bars()
+    tc = SHORTCUT_TRAIN if args.epochs is None else replace(SHORTCUT_TRAIN, schedule=((224, args.epochs),))
+    path = train_shortcut_model(args.control or paths.demo_model_path("demo-resnet18"), config=shortcut_config(),
+                                models_dir=args.models_dir or paths.models_dir(),
+                                data_dir=args.data_dir or paths.demo_data_dir(), name=args.name or SHORTCUT_MODEL,
+                                train_config=tc, progress=lambda p: bars("fine-tune", p.step, p.total_steps))
+    bars.close()
+    print(json.dumps({"weights": str(path)}))
+    return 0
+
+
 # --------------------------------------------------------------------------- demo
 
 def _add_demo(p: argparse.ArgumentParser) -> None:

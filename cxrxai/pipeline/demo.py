@@ -21,6 +21,7 @@ from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
+from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
 from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
 __all__ = ["DEMO_DATASET", "EVIDENCE", "PHASES", "Evidence", "build_demo", "demo_stages"]
@@ -102,11 +103,31 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
         Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
         Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
     ]
+    metrics.append(Stage("shortcut", _shortcut))
     if phase == "quick":
         return quick
     if phase == "evidence":  # the CAMs' scores first (a minute), then the costly maps and what needs them
         return [*quick[:2], Stage("localization (CAMs)", localization_stage), *costly, *metrics]
     return [*quick, *costly, *metrics]
+
+
+def _shortcut(ctx) -> dict:
+    """The planted shortcut (``ctx.options["shortcut"]``: control weights, shortcut weights, cohort,
+    phantom cache): fine-tune the shortcut model when its weights are missing, then score both."""
+    setup = ctx.options.get("shortcut")
+    if not setup or not Path(setup["control"]).with_suffix(".pt").is_file():
+        return {"skipped": "no control model (the demo's ResNet-18) to fine-tune"}
+    weights = Path(setup["weights"]).with_suffix(".pt")
+    report = {}
+    if not weights.is_file():
+        s0 = time.monotonic()
+        train_shortcut_model(setup["control"], config=setup["config"], models_dir=weights.parent,
+                             data_dir=setup["data_dir"], name=weights.stem,
+                             progress=lambda p: ctx.progress("fine-tune the shortcut model", p.step, p.total_steps))
+        report["trained_s"] = round(time.monotonic() - s0, 1)
+    models = {"shortcut": load(weights), "control": load(setup["control"])}
+    return {**report, **shortcut_stage(ctx.writer, models, config=setup["config"], data_dir=setup["data_dir"],
+                                       progress=ctx.progress)}
 
 
 def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
@@ -146,8 +167,11 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
             writer.put_model(other.spec, weights_path=str(path))
+        control = Path(model_path).with_name("demo-resnet18.pt")
         options = {"trust_models": others, "prediction_cache": prediction_cache,
-                   "write_prediction_cache": write_prediction_cache}
+                   "write_prediction_cache": write_prediction_cache,
+                   "shortcut": {"control": control, "weights": control.with_name(f"{SHORTCUT_MODEL}.pt"),
+                                "config": shortcut_config(config), "data_dir": data_dir}}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
                            load_images=lambda ids: data.images[[row_of[i] for i in ids]], progress=progress)
         run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)

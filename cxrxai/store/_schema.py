@@ -112,9 +112,25 @@ _V3 = [
     "ALTER TABLE localization_v3 RENAME TO localization",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
+# Version 4: the planted-shortcut analysis ("model or method?"). One row per model × case ×
+# explainer, the map computed on the case *with* the marker; ``role`` is 'shortcut' (the model
+# trained where the marker goes with the label) or 'control' (the same architecture without it);
+# ``prob_without`` is the label's probability on the same case rendered without the marker (the
+# model's own reliance on it); shares are of the positive attribution mass; ``thumb`` is the
+# map at thumb_size² for display; ``generator_key`` + ``phantom_config`` re-render the case.
+_V4 = [
+    """CREATE TABLE shortcut (
+        model_id VARCHAR NOT NULL, role VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL,
+        method VARCHAR NOT NULL, params_key VARCHAR NOT NULL, gt_positive BOOLEAN, prob DOUBLE, prob_without DOUBLE,
+        marker_share DOUBLE, lesion_share DOUBLE, zone_area DOUBLE, lesion_area DOUBLE, peak_on_marker BOOLEAN,
+        thumb FLOAT[], thumb_size INTEGER, generator_key VARCHAR, phantom_config VARCHAR,
+        CHECK (role IN ('shortcut', 'control')),
+        PRIMARY KEY (model_id, image_id, label, method, params_key))""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
-          "localization", "geometry", "trust", "fidelity", "problems")
+          "localization", "geometry", "trust", "fidelity", "problems", "shortcut")
 #: Tables filled by stages through the generic put_table / table methods.
-METRIC_TABLES = ("localization", "geometry", "trust", "fidelity", "problems")
+METRIC_TABLES = ("localization", "geometry", "trust", "fidelity", "problems", "shortcut")

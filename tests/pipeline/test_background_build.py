@@ -26,7 +26,8 @@ def test_the_phases_split_the_build_and_the_evidence_is_sized_as_promised():
     evidence = [s.name for s in demo_stages(phase="evidence")]
     assert quick == ["predictions", "thresholds", "cams"]
     assert evidence[:3] == ["predictions", "thresholds", "localization (CAMs)"]  # resumed instantly, then scores
-    assert {"maps", "occlusion sweep", "localization", "trust", "fidelity", "baselines"} <= set(evidence)
+    assert {"maps", "occlusion sweep", "localization", "trust", "fidelity", "baselines", "shortcut"} <= set(evidence)
+    assert "shortcut" not in quick
     assert [s.name for s in demo_stages()] == [*quick, *evidence[3:]]
     plan, trust, fidelity = _plans(False, EVIDENCE)
     assert {m.method: m.per_label for m in plan.maps} == {"gradientshap": 30, "ig": 30, "occlusion": 30}
