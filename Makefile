@@ -52,7 +52,7 @@ $(VENV)/.installed: requirements.txt | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(VENV)/bin/python
+$(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-ray.txt | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $(VENV)/.installed $@
 

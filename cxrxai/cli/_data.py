@@ -75,6 +75,12 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
                                                   "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
                                                   "insertion, thesis §2.4)")
     p.add_argument("--cases", type=int, default=30, help="positive cases for each of --analyses (default 30)")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="where predictions and maps are computed: here (local) or on Ray, sharded over workers that "
+                        "write Parquet parts beside the store (STORE.parts/) for the driver to ingest")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join (ray://HOST:10001 or HOST:6379); default: start a local Ray")
+    p.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
 
 
 @command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
@@ -86,7 +92,16 @@ def _precompute(args) -> int:
                                      trust_pickle=args.trust_pickle)
     split = None if args.split == "all" else args.split
     bars = Bars()
+    engine = None
+    if args.engine == "ray":
+        from ..pipeline.ray_engine import RayEngine
+
+        engine = RayEngine(Path(f"{args.store}.parts"), address=args.address, num_cpus=args.ray_cpus)
+        engine.start()  # a missing Ray or an unreachable address fails here, before anything is written
+    elif args.address:
+        raise CxrxaiError("--address joins a Ray cluster: add --engine ray")
     report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars, strict=args.strict,
+                           engine=engine,
                            stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
                                                  split=split, analyses=[a for a in args.analyses.split(",") if a],
                                                  cases=args.cases),

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import DataError
 from .io import read_image, resize_to_input
 
-__all__ = ["DecodedImages", "decode_images"]
+__all__ = ["DecodedImages", "RowLoader", "decode_images"]
 
 
 @dataclass
@@ -32,8 +32,32 @@ class DecodedImages:
     failures: list[tuple[str, str]]  # (image_id, reason)
 
     def loader(self) -> Callable[[list[str]], np.ndarray]:
-        row = {i: k for k, i in enumerate(self.image_ids)}
-        return lambda ids: self.pixels[[row[i] for i in ids]]
+        return RowLoader(self.pixels, self.image_ids)
+
+
+class RowLoader:
+    """Images by id from an (N, H, W) stack. A memory-mapped ``.npy`` stack pickles as its path
+    (a distributed worker re-opens the file instead of receiving every image)."""
+
+    def __init__(self, pixels: np.ndarray, image_ids: list[str]):
+        self.pixels = pixels
+        self.row = {i: k for k, i in enumerate(image_ids)}
+
+    def __call__(self, ids: list[str]) -> np.ndarray:
+        missing = [i for i in ids if i not in self.row]
+        if missing:
+            raise DataError(f"no decoded image for {missing[:3]} ({len(missing)} of {len(ids)} asked)")
+        return self.pixels[[self.row[i] for i in ids]]
+
+    def __getstate__(self) -> dict:
+        path = getattr(self.pixels, "filename", None)
+        if path and Path(path).suffix == ".npy" and Path(path).is_file():
+            return {"path": str(path), "row": self.row}
+        return {"pixels": np.asarray(self.pixels), "row": self.row}
+
+    def __setstate__(self, state: dict) -> None:
+        self.row = state["row"]
+        self.pixels = np.load(state["path"], mmap_mode="r") if "path" in state else state["pixels"]
 
 
 def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, str | None]:

@@ -68,10 +68,12 @@ def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
 def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
                   stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
                   progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
-                  strict: bool = False) -> dict:
+                  strict: bool = False, engine=None) -> dict:
     """Precompute a real dataset: cases (with the adapter's problems), decoded images of
     ``split`` (an unreadable file is a problem row and the image is skipped; ``strict`` raises
-    on the first instead), boxes clipped to each decoded image, then ``stages`` with the model."""
+    on the first instead), boxes clipped to each decoded image, then ``stages`` with the model.
+    ``engine`` (e.g. :class:`~cxrxai.pipeline.ray_engine.RayEngine`) computes the stages' units
+    of work (predictions, maps) elsewhere; the metrics run here on what it stored."""
     report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
     t0 = time.monotonic()
     images = tables.images
@@ -101,7 +103,14 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
         writer.put_model(model.spec, weights_path=model_path)
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
-                           options={"image_ids": decoded.image_ids, "split": split})
-        run_stages(ctx, stages, report)
+                           options={"image_ids": decoded.image_ids, "split": split, "engine": engine})
+        try:
+            run_stages(ctx, stages, report)
+        finally:
+            if engine is not None:
+                engine.shutdown()
+                report["engine"] = {"name": engine.name, "units": engine.stats["units"],
+                                    "from_parts": engine.stats["from_parts"],
+                                    "workers": len(engine.stats["worker_pids"])}
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report

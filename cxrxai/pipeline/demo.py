@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..data.decode import RowLoader
 from ..data.demo import DemoData, label_matrix, load_demo
 from ..data.phantom import PhantomConfig
 from ..data.second_reader import synthetic_reader
@@ -150,7 +151,6 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     data = load_demo(config, data_dir, progress=lambda d, n: progress("render phantoms", d, n))
     report["render_s"] = round(time.monotonic() - t0, 1)
     model = load(model_path)
-    row_of = {s.image_id: i for i, s in enumerate(data.specs)}
     with write_store(store_path, fresh=fresh) as writer:
         if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
             images, labels = _demo_tables(data)
@@ -173,7 +173,7 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                    "shortcut": {"control": control, "weights": control.with_name(f"{SHORTCUT_MODEL}.pt"),
                                 "config": shortcut_config(config), "data_dir": data_dir}}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
-                           load_images=lambda ids: data.images[[row_of[i] for i in ids]], progress=progress)
+                           load_images=RowLoader(data.images, [s.image_id for s in data.specs]), progress=progress)
         run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)
         # The extra models also get predictions and thresholds on validation + test, so they can
         # be compared with the main model on every page (their maps are recomputed live).

@@ -26,8 +26,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..errors import UnknownNameError
 from ..explain import explain_batch, get, method_names, native_map
 from ..labels import NO_FINDING
+from ..models.inference import predict_logits
 from ..models.spec import preprocess
 from ..store import params_key
 
@@ -38,11 +40,13 @@ __all__ = [
     "MapPlan",
     "available",
     "cam_stage",
+    "compute_unit",
     "default_config",
     "maps_stage",
     "native_map",
     "planned",
     "resolved_params",
+    "run_units",
     "store_values",
     "positive_pairs",
     "sweep_stage",
@@ -169,22 +173,64 @@ def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
     todo = {m: _missing(ctx.writer, model.spec.name, m, params_key(params[m]), pairs) for m in plan.cams}
     images = sorted(set().union(*[set(t.image_id) for t in todo.values()]))
     wanted = {m: t.groupby("image_id")["label"].apply(list).to_dict() for m, t in todo.items()}
-    closed = {m: False for m in plan.cams}
     t0 = time.monotonic()
-    for start in range(0, len(images), 16):
-        ids = images[start:start + 16]
-        x = _tensor(ctx, ids)
-        rows = []
-        for m in plan.cams:
-            got = _dense_maps(model, x, ids, m, params[m], wanted[m])
-            closed[m] = got.pop("closed_form")
-            rows += [_row(model, image_id, label, m, params[m], get(m).kind, values, per)
-                     for (image_id, label), (values, per) in got.items()]
-        ctx.writer.put_maps(rows)
-        ctx.progress(" / ".join(get(m).title for m in plan.cams), start + len(ids), len(images))
-        ctx.maybe_publish()
-    return {"images": len(images), "pairs": len(pairs), "closed_form": all(closed.values()) if closed else False,
+    units = [{"kind": "cams", "ids": images[start:start + 16],
+              "methods": {m: {"params": params[m], "wanted": {i: wanted[m].get(i, []) for i in images[start:start + 16]}}
+                          for m in plan.cams}} for start in range(0, len(images), 16)]
+    title = " / ".join(get(m).title for m in plan.cams)
+    closed = run_units(ctx, units, title)
+    return {"images": len(images), "pairs": len(pairs), "closed_form": closed,
             "seconds_per_image": round((time.monotonic() - t0) / max(1, len(images)), 3)}
+
+
+def run_units(ctx, units: list[dict], title: str) -> bool | None:
+    """Compute ``units`` (see :func:`compute_unit`) and store their rows: on the build's engine
+    (``ctx.options["engine"]``, e.g. Ray) or here, one unit after the other. Returns whether every
+    CAM unit used its closed form (None when the engine computed them or there were none)."""
+    engine = ctx.options.get("engine")
+    if engine is not None:
+        engine.run(ctx, units, title)
+        return None
+    closed, done, total = [], 0, sum(unit_size(u) for u in units)
+    for unit in units:
+        rows, info = compute_unit(ctx.model, ctx.load_images, unit)
+        ctx.writer.put_maps(rows)
+        closed += info.get("closed_form", [])
+        done += unit_size(unit)
+        ctx.progress(title, done, total)
+        ctx.maybe_publish()
+    return all(closed) if closed else False
+
+
+def unit_size(unit: dict) -> int:
+    """Images of a CAM unit, else 1 (a map): what progress counts."""
+    return len(unit["ids"]) if unit["kind"] == "cams" else 1
+
+
+def compute_unit(model, load_images, unit: dict) -> tuple[list[dict], dict]:
+    """The map rows of one unit of work, the same code whichever engine runs it: ``cams`` (the
+    cheap methods for ``ids`` × each method's wanted labels, one batch) or ``map`` (one (image,
+    label) pair of a costly method with its stored ``params``)."""
+    if unit["kind"] == "cams":
+        ids = list(unit["ids"])
+        x = preprocess(np.asarray(load_images(ids)), model.spec).to(model.device)
+        rows, closed = [], []
+        for m, spec in unit["methods"].items():
+            got = _dense_maps(model, x, ids, m, spec["params"], spec["wanted"])
+            closed.append(got.pop("closed_form"))
+            rows += [_row(model, image_id, label, m, spec["params"], get(m).kind, values, per)
+                     for (image_id, label), (values, per) in got.items()]
+        return rows, {"closed_form": closed}
+    if unit["kind"] == "map":
+        x = preprocess(np.asarray(load_images([unit["image_id"]])), model.spec).to(model.device)
+        t = time.perf_counter()
+        values, kind = store_values(model, x, model.spec.label_index(unit["label"]), unit["method"], unit["params"])
+        return [_row(model, unit["image_id"], unit["label"], unit["method"], unit["params"], kind, values,
+                     time.perf_counter() - t)], {}
+    if unit["kind"] == "predictions":
+        logits = predict_logits(model, load_images(list(unit["ids"])))
+        return [{"image_id": i, "logits": row} for i, row in zip(unit["ids"], logits)], {}
+    raise UnknownNameError("unit kind", unit["kind"], ("cams", "map", "predictions"))
 
 
 def _dense_maps(model, x: torch.Tensor, ids: list[str], method: str, stored: dict, wanted: dict) -> dict:
@@ -223,17 +269,11 @@ def maps_stage(ctx, plan: MapPlan | None = None) -> dict:
         params = resolved_params(cfg.method, cfg.params, model)
         chosen = _sample(pairs, cfg.per_label, plan.seed)
         todo = _missing(ctx.writer, model.spec.name, cfg.method, params_key(params), chosen)
-        seconds = []
-        for k, (image_id, label) in enumerate(todo.itertuples(index=False)):
-            x = _tensor(ctx, [image_id])
-            t = time.perf_counter()
-            values, kind = store_values(model, x, model.spec.label_index(label), cfg.method, params)
-            seconds.append(time.perf_counter() - t)
-            ctx.writer.put_maps([_row(model, image_id, label, cfg.method, params, kind, values, seconds[-1])])
-            ctx.progress(f"{get(cfg.method).title} maps", k + 1, len(todo))
-            ctx.maybe_publish()
+        t0 = time.monotonic()
+        run_units(ctx, [{"kind": "map", "image_id": image_id, "label": label, "method": cfg.method, "params": params}
+                        for image_id, label in todo.itertuples(index=False)], f"{get(cfg.method).title} maps")
         report[cfg.method] = {"computed": len(todo), "sampled": len(chosen),
-                              "seconds_per_map": round(float(np.mean(seconds)), 3) if seconds else None}
+                              "seconds_per_map": round((time.monotonic() - t0) / len(todo), 3) if len(todo) else None}
     return report
 
 
@@ -248,17 +288,7 @@ def sweep_stage(ctx, plan: MapPlan | None = None) -> dict:
     for patch, stride in plan.sweep:
         params = resolved_params("occlusion", {"patch": patch, "stride": stride}, model)
         todo = _missing(ctx.writer, model.spec.name, "occlusion", params_key(params), cases)
-        for k, (image_id, label) in enumerate(todo.itertuples(index=False)):
-            x = _tensor(ctx, [image_id])
-            t = time.perf_counter()
-            values, kind = store_values(model, x, model.spec.label_index(label), "occlusion", params)
-            ctx.writer.put_maps([_row(model, image_id, label, "occlusion", params, kind, values,
-                                      time.perf_counter() - t)])
-            ctx.progress(f"occlusion sweep {patch}/{stride}", k + 1, len(todo))
-            ctx.maybe_publish()
+        run_units(ctx, [{"kind": "map", "image_id": image_id, "label": label, "method": "occlusion", "params": params}
+                        for image_id, label in todo.itertuples(index=False)], f"occlusion sweep {patch}/{stride}")
         report[f"{patch}/{stride}"] = len(todo)
     return report
-
-
-def _tensor(ctx, ids: list[str]) -> torch.Tensor:
-    return preprocess(np.asarray(ctx.load_images(ids)), ctx.model.spec).to(ctx.model.device)

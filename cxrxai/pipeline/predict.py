@@ -45,6 +45,12 @@ def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verif
                 ctx.writer.put_predictions(model_id, ids, ctx.model.spec.labels, logits, sigmoid(logits))
             return {"predicted": len(todo), "skipped": len(done), "from_cache": str(cache), "verified_on": len(sample)}
     chunk = 256  # images decoded, predicted and written per step
+    engine = ctx.options.get("engine")
+    if engine is not None:  # e.g. Ray: the same chunks as units of work
+        engine.run(ctx, [{"kind": "predictions", "ids": todo[s:s + chunk]} for s in range(0, len(todo), chunk)],
+                   "predictions")
+        return {"predicted": len(todo), "skipped": len(done), "engine": engine.name,
+                "images_per_s": round(len(todo) / (time.monotonic() - t0), 2)}
     for start in range(0, len(todo), chunk):
         ids = todo[start:start + chunk]
         logits = predict_logits(ctx.model, ctx.load_images(ids), batch_size=batch_size)

@@ -18,7 +18,6 @@ from cxrxai.pipeline.shortcut import _cases, shortcut_stage
 from cxrxai.store import open_store, write_store
 
 
-
 def test_the_counterfactual_differs_only_in_the_marker(shortcut_world, shortcut_plan):
     config, _, root = shortcut_world
     data = load_demo(config, root / "data")

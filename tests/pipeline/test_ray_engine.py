@@ -1,0 +1,126 @@
+"""``precompute --engine ray``: a local Ray (2 CPUs) precomputes a small phantom dataset written in
+a published layout with two explainers; one worker process is killed by its pid mid-run, and the
+finished store equals the local engine's table by table. A second run writes nothing; bad input
+(an unreachable address, Ray missing) is a clear error before anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.cli import main
+from cxrxai.store import open_store
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from e2e import _layouts  # noqa: E402
+from e2e.test_published_layouts import _checkpoint  # noqa: E402
+
+#: Columns that say when or where a row was made, not what it holds.
+TIMING = {"seconds", "created_at", "device"}
+
+
+def _argv(layout, root: Path, store: Path) -> list[str]:
+    return ["precompute", *layout.args(), "--model", _checkpoint(root, layout.labels), "--store", str(store),
+            "--split", "all", "--explainers", "gradcam,occlusion", "--per-label", "2", "--input-size", "64"]
+
+
+def _tables(store: Path) -> dict[str, pd.DataFrame]:
+    with open_store(store) as s:
+        names = ["images", "labels", "annotations", "predictions", "thresholds", "maps", "localization", "geometry"]
+        out = {}
+        for name in names:
+            df = s._df(f"SELECT * FROM {name}")
+            df = df.drop(columns=[c for c in df.columns if c in TIMING])
+            out[name] = df.sort_values(list(df.columns[:5])).reset_index(drop=True)
+        return out
+
+
+def _written(store: Path) -> tuple:
+    with open_store(store) as s:
+        return tuple(s._rows("SELECT count(*), max(created_at) FROM maps")[0]) + (s.table_counts(),)
+
+
+def _ray_workers() -> list[int]:
+    """Pids of Ray worker processes running one of our units (Ray titles them ray::_run_unit)."""
+    found = subprocess.run(["pgrep", "-f", "ray::_run_unit"], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in found]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ray")
+    (root / "data").mkdir()
+    layout = _layouts.folder(root / "data", n=12)
+    env = {**os.environ, "CXRXAI_DATA_CACHE": str(root / "cache")}
+    local = root / "local.duckdb"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))
+        assert main(_argv(layout, root, local)) == 0
+    return layout, root, env, local
+
+
+def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world):
+    layout, root, env, local = world
+    store = root / "ray.duckdb"
+    cmd = [sys.executable, "-m", "cxrxai", *_argv(layout, root, store), "--engine", "ray", "--ray-cpus", "2"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**env, "CXRXAI_RAY_UNIT_DELAY": "0.4"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline and killed is None:
+        parts = list(Path(f"{store}.parts").glob("*.parquet"))
+        pids = _ray_workers()
+        if parts and pids:  # mid-run: some units done, one in flight
+            killed = pids[0]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert killed is not None, "no worker was caught running a unit"
+    report = json.loads(out[out.index("{"):])
+    assert report["engine"]["name"] == "ray" and report["engine"]["units"] > 0
+    mine, theirs = _tables(store), _tables(local)
+    for name, expected in theirs.items():
+        assert len(mine[name]) == len(expected) > 0 or name == "thresholds", name
+        if name == "maps":
+            for a, b in zip(mine[name]["values"], expected["values"]):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bit for bit on CPU
+            mine[name], expected = mine[name].drop(columns="values"), expected.drop(columns="values")
+        pd.testing.assert_frame_equal(mine[name], expected, check_dtype=False, obj=name)
+    # the same precompute again: every unit is in the store, nothing is computed or written
+    before = _written(store)
+    again = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    report = json.loads(again.stdout[again.stdout.index("{"):])
+    assert report["engine"]["units"] == 0 and report["engine"]["from_parts"] == 0
+    assert _written(store) == before
+
+
+def test_an_unreachable_address_is_a_clear_error_and_nothing_is_written(world, capsys):
+    layout, root, _, _ = world
+    store = root / "unreachable.duckdb"
+    code = main([*_argv(layout, root, store), "--engine", "ray", "--address", "127.0.0.1:1"])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "cannot reach the Ray cluster at '127.0.0.1:1': nothing answers at 127.0.0.1:1" in err
+    assert not store.exists()
+
+
+def test_missing_ray_says_how_to_install_it(world, capsys, monkeypatch):
+    layout, root, _, _ = world
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray → ImportError
+    code = main([*_argv(layout, root, root / "noray.duckdb"), "--engine", "ray"])
+    assert code != 0 and "requirements-ray.txt" in capsys.readouterr().err
+    assert not (root / "noray.duckdb").exists()
