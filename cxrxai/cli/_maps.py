@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .. import paths
+from ..errors import CxrxaiError
 from . import _load_model, _param, command
 
 # --------------------------------------------------------------------------- explain / bench
@@ -160,7 +161,11 @@ def _report(args) -> int:
     from ..store import open_store
 
     with open_store(args.store or paths.demo_store()) as store:
-        model_id = args.model or str(store.models()["model_id"].iloc[0])
+        models = store.models()
+        if args.model is None and models.empty and args.name not in ("shortcut", "shortcut-reliance"):
+            raise CxrxaiError(f"the store {store.path} has no model; fill it with `python -m cxrxai precompute` or "
+                              "`import-predictions`, or name one with --model")
+        model_id = args.model or (str(models["model_id"].iloc[0]) if len(models) else "")
         table = run_report(store, args.name, model_id, **dict(args.option))
         if args.out is not None:
             from ..provenance import report_provenance, with_header

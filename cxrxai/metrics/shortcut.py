@@ -11,7 +11,8 @@ the model *uses* (its probability drop when the marker is removed from the same 
   its chance level is the zone's share of the image (``zone_area``), reported beside it.
 * **peak on marker**: whether the map's maximum falls in the zone (the pointing game).
 * **shows the shortcut**: the paired bootstrap CI of (marker share under the shortcut model −
-  under the control), over the same cases, lies above 0.
+  under the control), over the same cases, lies above 0, and the share under the shortcut model
+  exceeds chance (the zone's area).
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def _verdict(row: dict) -> str:
     if row["pairs"] < stats.MIN_CI_N:
         return f"too few paired cases ({row['pairs']} < {stats.MIN_CI_N})"
     if row["lower"] > 0:
-        return "shows the shortcut"
+        if row["shortcut_share"] > row["chance"]:
+            return "shows the shortcut"
+        return "more on the marker than the control, but no more than chance"
     if row["upper"] < 0:
         return "less on the marker under the shortcut model"
     return "does not show it"

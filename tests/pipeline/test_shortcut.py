@@ -114,7 +114,11 @@ def test_summary_verdicts_and_reliance_by_hand():
     shows = _rows([0.6, 0.7, 0.5, 0.8, 0.65, 0.7], [0.02, 0.03, 0.01, 0.02, 0.05, 0.02])
     misses = _rows([0.03, 0.01, 0.02, 0.04, 0.02, 0.03], [0.02, 0.03, 0.01, 0.02, 0.05, 0.02], method="ig")
     few = _rows([0.6, 0.7, 0.5], [0.0, 0.1, 0.0], method="saliency")
-    table = shortcut_summary(pd.concat([shows, misses, few], ignore_index=True)).set_index("method")
+    faint = _rows([0.015, 0.012, 0.018, 0.016, 0.014], [0.005, 0.004, 0.006, 0.005, 0.004], method="occlusion")
+    table = shortcut_summary(pd.concat([shows, misses, few, faint], ignore_index=True)).set_index("method")
+    # more than the control, but not more than the zone's share of the image (0.02): not a finding
+    assert table.loc["occlusion"].lower > 0
+    assert table.loc["occlusion"].verdict == "more on the marker than the control, but no more than chance"
     g = table.loc["gradcam"]
     assert g.verdict == "shows the shortcut" and g.pairs == 6 and g.lower > 0
     assert g.difference == pytest.approx(np.mean([0.58, 0.67, 0.49, 0.78, 0.6, 0.68]))
