@@ -84,21 +84,21 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         raise StoreError(f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
                          + (f" of {method!r}" if method else "") + " (table localization); choose slice=positive or "
                          f"slice=all, or fill more with `{fill_command(store, 'localization')}`")
-    imgs = store.images(image_ids=loc.image_id.unique())[["image_id", "sex", "age", "age_bin", "split"]]
+    imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split"])
     return loc.merge(imgs, on="image_id", how="left")
 
 
 def _method_name(method: str, params_key: str) -> str:
-    if method != "occlusion":
-        return method
-    p = json.loads(params_key)
-    return f"occlusion {p['patch']}/{p['stride']}"
+    p = json.loads(params_key) if method == "occlusion" else None
+    return f"occlusion {p['patch']}/{p['stride']}" if p else method
 
 
 def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
     """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n."""
     cases = localization_cases(store, model_id, slice_=slice_)
-    cases = cases.assign(explainer=[_method_name(m, k) for m, k in zip(cases.method, cases.params_key)])
+    keys = cases[["method", "params_key"]].drop_duplicates()  # named per setting, not per row (75 k rows at MIMIC size)
+    keys["explainer"] = [_method_name(m, k) for m, k in keys.itertuples(index=False)]
+    cases = cases.merge(keys, on=["method", "params_key"], how="left")
     g = cases.groupby(["explainer", "label"])
     return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"),
                  hit=("hit", "mean"), auc=("roc_auc", "mean"), auc_sd=("roc_auc", "std")).reset_index()

@@ -38,6 +38,10 @@ class StoredMap:
     device: str | None
 
 
+_IMAGE_COLUMNS = ("image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin", "view",
+                  "split", "width", "height")
+
+
 class Queries:
     """Read methods; subclasses provide ``_cursor()`` (a context manager yielding a cursor)."""
 
@@ -46,8 +50,10 @@ class Queries:
 
     # ------------------------------------------------------------------ helpers
     def _df(self, sql: str, params: Iterable = ()) -> pd.DataFrame:
+        # Through Arrow: half the time of ``.df()`` on the 0.5 M-row prediction table of a store
+        # of MIMIC-CXR size (0.9 s against 1.8 s here), with the same dtypes.
         with self._cursor() as cur:
-            return cur.execute(sql, list(params)).df()
+            return cur.sql(sql, params=list(params) or None).to_arrow_table().to_pandas()
 
     def _rows(self, sql: str, params: Iterable = ()) -> list[tuple]:
         with self._cursor() as cur:
@@ -112,13 +118,22 @@ class Queries:
         return self._df("SELECT * FROM datasets ORDER BY dataset") if self.has_table("datasets") else pd.DataFrame()
 
     def images(self, *, dataset: str | None = None, split: str | None = None,
-               image_ids: Iterable[str] | None = None) -> pd.DataFrame:
+               image_ids: Iterable[str] | None = None, columns: Iterable[str] | None = None) -> pd.DataFrame:
+        """Rows of the images table (``columns``: only these, ``image_id`` first)."""
         where, params = _where(dataset=dataset, split=split)
+        cols = "*"
+        if columns is not None:
+            known = [c for c in ("image_id", *columns) if c in _IMAGE_COLUMNS]
+            unknown = sorted(set(columns) - set(_IMAGE_COLUMNS))
+            if unknown:
+                raise UnknownNameError("images column", unknown[0], _IMAGE_COLUMNS)
+            cols = ", ".join(dict.fromkeys(known))
         if image_ids is not None:
             ids = list(image_ids)
-            where += (" AND " if where else " WHERE ") + "list_contains(?, image_id)"
+            # a hash semi-join: list_contains would scan the list once per image (37 k × 377 k here)
+            where += (" AND " if where else " WHERE ") + "image_id IN (SELECT unnest(?::VARCHAR[]))"
             params.append(ids)
-        return self._df(f"SELECT * FROM images{where} ORDER BY image_id", params)
+        return self._df(f"SELECT {cols} FROM images{where} ORDER BY image_id", params)
 
     def image(self, image_id: str) -> dict:
         df = self._df("SELECT * FROM images WHERE image_id = ?", [image_id])
@@ -184,8 +199,8 @@ class Queries:
 
     def prediction_splits(self, model_id: str) -> dict[str, int]:
         """Images with a prediction of ``model_id``, per split (a missing split reads "none")."""
-        rows = self._rows("SELECT coalesce(i.split, 'none'), count(DISTINCT p.image_id) FROM predictions p "
-                          "JOIN images i USING (image_id) WHERE p.model_id = ? GROUP BY ALL ORDER BY ALL", [model_id])
+        rows = self._rows("SELECT coalesce(i.split, 'none'), count(*) FROM images i SEMI JOIN (SELECT image_id FROM "
+                          "predictions WHERE model_id = ?) p USING (image_id) GROUP BY ALL ORDER BY ALL", [model_id])
         return {str(split): int(n) for split, n in rows}
 
     def thresholds(self, model_id: str) -> pd.DataFrame:

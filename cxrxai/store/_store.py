@@ -50,7 +50,7 @@ def _identity(path: Path) -> tuple[int, int, int]:
 class Store(Queries):
     """A read-only view of a published store (see the module docstring)."""
 
-    _MEMO_SIZE = 4
+    _MEMO_SIZE = 8
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -100,11 +100,36 @@ class Store(Queries):
             table = self._memo.get(key)
         if table is None:
             table = super().prediction_table(model_id, split=split)
-            with self._memo_lock:
-                self._memo[key] = table
-                while len(self._memo) > self._MEMO_SIZE:
-                    self._memo.pop(next(iter(self._memo)))
+            self._remember(key, table)
         return table.copy()
+
+    def _remember(self, key: tuple, value) -> None:
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > self._MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+
+    def prediction_splits(self, model_id: str) -> dict[str, int]:
+        """As :meth:`Queries.prediction_splits`, kept per published version (every report asks it
+        first; on a store of MIMIC-CXR size it scans 5 M prediction rows)."""
+        key = ("splits", model_id, self._identity)
+        with self._memo_lock:
+            found = self._memo.get(key)
+        if found is None:
+            found = super().prediction_splits(model_id)
+            self._remember(key, found)
+        return dict(found)
+
+    def label_counts(self, *, dataset: str | None = None) -> pd.DataFrame:
+        """As :meth:`Queries.label_counts`, kept per published version (it joins every label row
+        with its image: 0.45 s on a store of MIMIC-CXR size)."""
+        key = ("label_counts", dataset, self._identity)
+        with self._memo_lock:
+            found = self._memo.get(key)
+        if found is None:
+            found = super().label_counts(dataset=dataset)
+            self._remember(key, found)
+        return found.copy()
 
     def changed(self) -> bool:
         """Whether a writer has published a new version since this view was opened."""
