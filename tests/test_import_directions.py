@@ -36,10 +36,11 @@ ALLOWED: dict[str, set[str]] = {
     "film": BASE | {"metrics", "overlay"},
     "viz": BASE | {"metrics"},
     "exports": BASE | {"data", "metrics", "store", "explain"},
+    "provenance": BASE | {"reports"},
     "live": BASE | {"data", "models", "store", "explain"},
     "bench": BASE | {"data", "models", "explain", "pipeline"},
     "cli": BASE | {"data", "metrics", "models", "store", "explain", "pipeline", "summaries", "reports", "overlay",
-                   "viz", "exports", "live", "bench"},
+                   "viz", "exports", "live", "bench", "provenance"},
     "__main__": {"cli"},
     "": set(),
 }

@@ -50,10 +50,27 @@ def test_synthetic_second_reader_is_scored_as_a_benchmark(store):
     assert len(hb) > 0 and hb.iou.dropna().between(0, 1).all() and hb.iou.mean() > 0.3
 
 
-@pytest.mark.parametrize("name", sorted(REPORTS))
+#: Reports over the planted shortcut read their own rows (tests/app/test_shortcut_page.py, the
+#: shortcut_store fixture); the tiny store says which command fills them.
+SHORTCUT_REPORTS = {"shortcut", "shortcut-reliance"}
+
+
+@pytest.mark.parametrize("name", sorted(set(REPORTS) - SHORTCUT_REPORTS))
 def test_every_report_runs_on_the_demo_store(store, name):
     table = run_report(store, name, "tiny-densenet121")
     assert isinstance(table, pd.DataFrame) and len(table) > 0
+
+
+@pytest.mark.parametrize("name", sorted(SHORTCUT_REPORTS))
+def test_shortcut_reports_run_on_a_store_with_shortcut_rows(shortcut_store, store, name):
+    from cxrxai.errors import StoreError
+    from cxrxai.store import open_store
+
+    with open_store(shortcut_store) as s:
+        table = run_report(s, name, "tiny-densenet121")
+    assert len(table) == (2 if name == "shortcut" else 6)  # two explainers; two models × three case sets
+    with pytest.raises(StoreError, match="planted-shortcut scores.*python -m cxrxai demo"):
+        run_report(store, name, "tiny-densenet121")
 
 
 def test_explainer_report_has_every_explainer(store):

@@ -11,8 +11,8 @@ the model *uses* (its probability drop when the marker is removed from the same 
   its chance level is the zone's share of the image (``zone_area``), reported beside it.
 * **peak on marker**: whether the map's maximum falls in the zone (the pointing game).
 * **shows the shortcut**: the paired bootstrap CI of (marker share under the shortcut model −
-  under the control), over the same cases, lies above 0, and the share under the shortcut model
-  exceeds chance (the zone's area).
+  under the control), over the same cases, lies above 0, and so does the CI of (marker share −
+  zone area) under the shortcut model: more than the control, and more than chance.
 """
 
 from __future__ import annotations
@@ -93,6 +93,13 @@ def shortcut_summary(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -
                         f"{role}_lesion_share": float(np.nanmean(part.lesion_share)) if part.lesion_share.notna().any()
                         else np.nan})
         row["chance"] = float(g.zone_area.mean())
+        row["above_chance_lower"] = np.nan  # lower CI bound of (marker share − zone area) under the shortcut model
+        mine = by_role.get("shortcut")
+        if mine is not None:
+            excess = (mine.marker_share - mine.zone_area).dropna().to_numpy(float)
+            if len(excess) >= stats.MIN_CI_N:
+                row["above_chance_lower"] = float(stats.bootstrap_table(
+                    pd.DataFrame({"e": excess}), n_boot=n_boot, seed=seed, bounds="percentile").iloc[0]["lower"])
         pair = pd.concat([by_role[r].marker_share.rename(r) for r in ("shortcut", "control") if r in by_role],
                          axis=1, join="inner").dropna() if len(by_role) == 2 else pd.DataFrame()
         row["pairs"] = len(pair)
@@ -112,7 +119,7 @@ def _verdict(row: dict) -> str:
     if row["pairs"] < stats.MIN_CI_N:
         return f"too few paired cases ({row['pairs']} < {stats.MIN_CI_N})"
     if row["lower"] > 0:
-        if row["shortcut_share"] > row["chance"]:
+        if row["above_chance_lower"] > 0:
             return "shows the shortcut"
         return "more on the marker than the control, but no more than chance"
     if row["upper"] < 0:

@@ -79,15 +79,7 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    model = build(config.arch, len(spec.labels))
-    if config.init_from:
-        state = torch.load(config.init_from, map_location="cpu", weights_only=True)
-        try:
-            model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
-        except RuntimeError as err:
-            raise DataError(f"{config.init_from}: weights do not fit a {config.arch} with {len(spec.labels)} "
-                            f"outputs, so it cannot be fine-tuned: {err}") from None
-    model = model.to(device, memory_format=torch.channels_last)
+    model = _initial(config, len(spec.labels)).to(device, memory_format=torch.channels_last)
     steps_per_epoch = math.ceil(len(train_idx) / config.batch_size)
     total = steps_per_epoch * sum(e for _, e in config.schedule)
     opt, sched = _optimizer(model, config, total)
@@ -128,6 +120,19 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
         model.load_state_dict(best_state)
     model.eval()
     return LoadedModel(model, spec, device), history
+
+
+def _initial(config: TrainConfig, n_outputs: int) -> torch.nn.Module:
+    """A fresh ``config.arch``, or the weights of ``config.init_from`` to fine-tune."""
+    model = build(config.arch, n_outputs)
+    if config.init_from:
+        state = torch.load(config.init_from, map_location="cpu", weights_only=True)
+        try:
+            model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+        except RuntimeError as err:
+            raise DataError(f"{config.init_from}: weights do not fit a {config.arch} with {n_outputs} outputs, so it "
+                            f"cannot be fine-tuned: {err}") from None
+    return model
 
 
 def _optimizer(model, config: TrainConfig, total: int):

@@ -112,6 +112,14 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
     return [*quick, *costly, *metrics]
 
 
+def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
+    """The planted shortcut beside the demo model: the demo's ResNet-18 as the control, the
+    fine-tuned weights next to it, the shortcut cohort drawn like ``config``."""
+    control = Path(model_path).with_name("demo-resnet18.pt")
+    return {"control": control, "weights": control.with_name(f"{SHORTCUT_MODEL}.pt"),
+            "config": shortcut_config(config), "data_dir": data_dir}
+
+
 def _shortcut(ctx) -> dict:
     """The planted shortcut (``ctx.options["shortcut"]``: control weights, shortcut weights, cohort,
     phantom cache): fine-tune the shortcut model when its weights are missing, then score both."""
@@ -167,11 +175,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
             writer.put_model(other.spec, weights_path=str(path))
-        control = Path(model_path).with_name("demo-resnet18.pt")
         options = {"trust_models": others, "prediction_cache": prediction_cache,
-                   "write_prediction_cache": write_prediction_cache,
-                   "shortcut": {"control": control, "weights": control.with_name(f"{SHORTCUT_MODEL}.pt"),
-                                "config": shortcut_config(config), "data_dir": data_dir}}
+                   "write_prediction_cache": write_prediction_cache, "shortcut": _shortcut_setup(model_path, config, data_dir)}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
                            load_images=RowLoader(data.images, [s.image_id for s in data.specs]), progress=progress)
         run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)

@@ -253,8 +253,9 @@ def test_writing_migrates_a_v2_store_to_source_and_method_columns(tmp_path):
     path = tmp_path / "v2.duckdb"
     _v2_store(path)
     with write_store(path) as w:
-        assert w.schema_version() == SCHEMA_VERSION == 3
+        assert w.schema_version() == SCHEMA_VERSION == 4
         assert _sources(w.table("localization")) == EXPECTED_SOURCES
+        assert w.has_table("shortcut") and w.table("shortcut").empty  # v4: the planted-shortcut table, empty
         # the same name from two sources is two rows, not an overwrite
         w.put_table("localization", pd.DataFrame([{"model_id": "m", "image_id": "i1", "label": "A", "source": "reader",
                                                    "method": "gradcam", "params_key": "{}", "reader": "gt", "iou": 0.9}]))
