@@ -34,8 +34,15 @@ def _is_demo(store: Store) -> bool:
 
 
 def background_build(store: Store) -> None:
-    """On the demo store without its evidence: start the build (unless disabled) and show its status."""
-    if not _is_demo(store) or store.meta("evidence_built_at"):
+    """On the demo store without its evidence: start the build (unless disabled) and show its status.
+    On any other store: the status of a precompute writing it now (local or on Ray), if one is."""
+    if not _is_demo(store):
+        status = background.read_status(store.path)
+        if status is not None and status["running"]:
+            with st.sidebar:
+                st.fragment(_status, run_every=REFRESH_S)(store)
+        return
+    if store.meta("evidence_built_at"):
         return
     if os.environ.get(BACKGROUND_ENV, "1") != "0":
         _started(str(store.path))
@@ -54,7 +61,9 @@ def _status(store: Store) -> None:
     store.refresh()  # a fragment run does not go through the page's opening
     status = background.read_status(store.path)
     seen = st.session_state.setdefault("_seen_version", version(store))
-    st.markdown("**Background build** (the costly explainers, fidelity and trust on enough cases)")
+    phase = (status or {}).get("phase", "")
+    st.markdown(f"**{phase[0].upper() + phase[1:]}** writing this store" if phase.startswith("precompute") else
+                "**Background build** (the costly explainers, fidelity and trust on enough cases)")
     if status is None:
         st.caption(f"Not started ({BACKGROUND_ENV}=0?): run `python -m cxrxai demo --phase evidence`.")
     elif status["running"]:

@@ -100,13 +100,27 @@ def _precompute(args) -> int:
         engine.start()  # a missing Ray or an unreachable address fails here, before anything is written
     elif args.address:
         raise CxrxaiError("--address joins a Ray cluster: add --engine ray")
-    report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=bars, strict=args.strict,
-                           engine=engine,
-                           stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
-                                                 split=split, analyses=[a for a in args.analyses.split(",") if a],
-                                                 cases=args.cases),
-                           cache_dir=paths.data_cache() / "decoded", fresh=args.fresh, model_path=weights)
-    bars.close()
+    from ..pipeline.background import StatusWriter, status_path
+
+    status = StatusWriter(status_path(args.store), phase=f"precompute ({args.engine} engine)")
+
+    def progress(task: str, done: int, total: int) -> None:  # the terminal's bars and the app's sidebar
+        bars(task, done, total)
+        status(task, done, total)
+
+    try:
+        report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=progress,
+                               strict=args.strict, engine=engine,
+                               stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
+                                                     split=split, analyses=[a for a in args.analyses.split(",") if a],
+                                                     cases=args.cases),
+                               cache_dir=paths.data_cache() / "decoded", fresh=args.fresh, model_path=weights)
+    except BaseException as err:
+        status.finish(error=f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        bars.close()
+    status.finish()
     print(json.dumps(report, indent=1, default=str))
     return 0
 

@@ -69,3 +69,21 @@ def test_the_app_starts_the_evidence_build_once(monkeypatch, quick_cache):
         at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="1")
         assert not at.exception and at.title[0].value == "Overview"
     assert calls == [(str(quick_cache / "demo.duckdb"), False)]  # two sessions, one start
+
+
+def test_a_precompute_writing_another_store_shows_its_progress_until_it_finishes(monkeypatch, tiny_store, tmp_path):
+    import shutil
+
+    store = tmp_path / "nih.duckdb"
+    shutil.copy(tiny_store, store)
+    status = {"pid": os.getpid(), "phase": "precompute (ray engine)", "state": "running",
+              "stage": "Grad-CAM / Grad-CAM++", "done": 32, "total": 128, "per_s": 4.0, "eta_s": 24.0}
+    background.status_path(store).write_text(json.dumps(status))
+    at = _run(monkeypatch, tmp_path / "cache", CXRXAI_STORE=str(store), CXRXAI_BACKGROUND="1")
+    assert not at.exception
+    bars = at.sidebar.get("progress")
+    assert len(bars) == 1 and bars[0].proto.text == "Grad-CAM / Grad-CAM++ · 32/128" and bars[0].proto.value == 25
+    assert any(m.value == "**Precompute (ray engine)** writing this store" for m in at.sidebar.markdown)
+    background.status_path(store).write_text(json.dumps({**status, "state": "finished"}))
+    at = _run(monkeypatch, tmp_path / "cache", CXRXAI_STORE=str(store), CXRXAI_BACKGROUND="1")
+    assert not at.sidebar.get("progress")

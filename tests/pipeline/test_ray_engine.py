@@ -152,3 +152,30 @@ def test_missing_ray_says_how_to_install_it(world, capsys, monkeypatch):
     code = main([*_argv(layout, root, root / "noray.duckdb"), "--engine", "ray"])
     assert code != 0 and "requirements-ray.txt" in capsys.readouterr().err
     assert not (root / "noray.duckdb").exists()
+
+
+def test_a_unit_that_cannot_read_its_image_is_a_clear_error_and_keeps_what_was_stored(tiny_model_path, tmp_path):
+    from types import SimpleNamespace
+
+    from cxrxai.data.decode import RowLoader
+    from cxrxai.models.registry import load
+    from cxrxai.pipeline.ray_engine import EngineError, RayEngine
+    from cxrxai.store import write_store
+
+    store = tmp_path / "s.duckdb"
+    engine = RayEngine(tmp_path / "parts", num_cpus=1, retries=1)
+    try:
+        with write_store(store) as w:
+            w.put_model(load(tiny_model_path, device="cpu").spec)
+            w.publish()
+            # the worker's decoded images lack one of the unit's (a file that failed to reach its disk)
+            loader = RowLoader(np.zeros((1, 64, 64), np.uint8), ["a.png"])
+            ctx = SimpleNamespace(model=load(tiny_model_path, device="cpu"), load_images=loader, writer=w,
+                                  progress=lambda *a: None, maybe_publish=lambda: None)
+            with pytest.raises(EngineError, match=r"predictions unit failed on Ray(.|\n)*no decoded image for \['b.png'\]"):
+                engine.run(ctx, [{"kind": "predictions", "ids": ["a.png", "b.png"]}], "predictions")
+    finally:
+        engine.shutdown()
+    with open_store(store) as s:
+        assert list(s.models().model_id) == ["tiny-densenet121"]  # what was published stays
+    assert not list((tmp_path / "parts").glob("*.parquet"))  # no part for a failed unit
