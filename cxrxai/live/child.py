@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,6 +90,24 @@ class _Child:
         self._proc = None
 
 
+#: Seconds a live job waits after each progress report (default 0): a presenter can slow a map
+#: down to show its progress and Cancel, and the browser tests use it so that a click on Cancel
+#: always lands while the map still computes.
+PACE_ENV = "CXRXAI_LIVE_PACE"
+
+
+def _paced(send):
+    pace = float(os.environ.get(PACE_ENV) or 0)
+    if pace <= 0:
+        return send
+
+    def paced(done, total):
+        send(done, total)
+        time.sleep(pace)
+
+    return paced
+
+
 def _child_main(conn, cancel, threads: int | None = None) -> None:
     import torch
 
@@ -102,7 +122,7 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
         if msg is None:
             return
         jid, spec = msg
-        send_progress = lambda done, total: conn.send((jid, "progress", done, total))  # noqa: E731
+        send_progress = _paced(lambda done, total: conn.send((jid, "progress", done, total)))
         cancelled = lambda: cancel.value == jid  # noqa: E731
         try:
             if spec.get("warm"):

@@ -47,9 +47,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _serve(store):
+def _serve(store, **extra_env):
     port = _free_port()
-    env = {**os.environ, "CXRXAI_STORE": str(store)}
+    env = {**os.environ, "CXRXAI_STORE": str(store), **extra_env}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.headless", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

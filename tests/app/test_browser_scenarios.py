@@ -14,7 +14,7 @@ import re
 import time
 
 import pytest
-from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url, explorer_with  # noqa: F401 — fixtures
+from test_browser import ARTIFACTS, _browser, _chromium, _no_error, _serve, app_url, explorer_with  # noqa: F401 — fixtures
 
 from cxrxai import summaries
 from cxrxai.store import open_store
@@ -118,10 +118,12 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
         assert sum(("TP" in t or "FN" in t or "FP" in t or "TN" in t) and "P 0." in t for t in texts) >= 2, texts
 
 
-def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(app_url):  # noqa: F811
-    with _browser() as page:
+def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(tiny_full_store):
+    # Its own server, its live maps paced (0.3 s after each window batch): the tiny model's finest
+    # map otherwise finished on a warm worker before any click landed (two full runs failed so).
+    with _serve(tiny_full_store, CXRXAI_LIVE_PACE="0.3") as url, _browser() as page:
         # the finest setting: 8/4, the slowest map
-        explorer_with(page, app_url, "Occlusion", {"Patch (px)": "Home", "Stride (px)": "Home"}, pause_ms=600)
+        explorer_with(page, url, "Occlusion", {"Patch (px)": "Home", "Stride (px)": "Home"}, pause_ms=600)
         started = time.monotonic()
         cancel = page.get_by_role("button", name="Cancel")
         notice = page.get_by_text("Cancelled: the partial map is shown").first
