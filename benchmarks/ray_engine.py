@@ -46,7 +46,7 @@ def _dataset(root: Path, n: int) -> list[str]:
             "--data-option", "labels=" + ",".join(FINDINGS)]
 
 
-def _run(args: list[str], store: Path, engine: list[str], capsys_file: Path) -> dict:
+def _run(args: list[str], store: Path, engine: list[str]) -> dict:
     import contextlib
     import io
 
@@ -58,7 +58,6 @@ def _run(args: list[str], store: Path, engine: list[str], capsys_file: Path) -> 
     if code != 0:
         raise SystemExit(f"precompute {' '.join(engine) or 'local'} failed ({code})")
     text = out.getvalue()
-    capsys_file.write_text(text)
     report = json.loads(text[text.index("{"):])
     return {"wall_s": round(wall, 1), "report": report}
 
@@ -77,7 +76,7 @@ def main_(argv=None) -> int:
                          ("ray-2", ["--engine", "ray", "--ray-cpus", "2"])):
         store = work / f"{name}.duckdb"
         shutil.rmtree(f"{store}.parts", ignore_errors=True)
-        r = _run(common, store, engine, work / f"{name}.json")
+        r = _run(common, store, engine)
         rep = r["report"]
         occl = rep["maps"]["occlusion"]["computed"]
         n_cams = rep["cams"]["pairs"]

@@ -29,6 +29,7 @@ class Report:
     name: str
     reproduces: str
     fn: Callable[..., pd.DataFrame]
+    needs_model: bool = True  # False: the report reads its own models' rows (the planted shortcut)
 
 
 def _need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | None = None) -> pd.DataFrame:
@@ -365,8 +366,8 @@ REPORTS: dict[str, Report] = {r.name: r for r in [
     Report("randomization", "Arun et al. Fig. 3: SSIM along cascading randomization", randomization_curves),
     Report("similarity", "Arun et al. Fig. 4: repeatability / reproducibility SSIM", similarity_scores),
     Report("fidelity", "thesis §2.4: faithfulness, deletion / insertion, AUDCdiff", fidelity_summary),
-    Report("shortcut", "model or method: explainers' mass on a planted marker the model learned", shortcut_explainers),
-    Report("shortcut-reliance", "planted shortcut: probability with and without the marker", shortcut_reliance),
+    Report("shortcut", "model or method: explainers' mass on a planted marker a model learned", shortcut_explainers, False),
+    Report("shortcut-reliance", "planted shortcut: probability with and without the marker", shortcut_reliance, False),
 ]}
 
 

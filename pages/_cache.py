@@ -73,18 +73,23 @@ def try_report(store: Store, name: str, model_id: str, **options) -> pd.DataFram
         return None
 
 
+@st.cache_data(show_spinner=False, max_entries=2)
+def _shortcut_rows(path: str, built_at: str) -> pd.DataFrame:
+    return _open(path).table("shortcut")  # read once per version: the cases and every case's panels share it
+
+
 @st.cache_data(show_spinner=False, max_entries=4)
 def shortcut_panels(path: str, built_at: str, image_id: str) -> list[dict]:
     """The film panels of one case of the planted-shortcut analysis (re-rendered, with its maps)."""
     from cxrxai.pipeline.shortcut import shortcut_panels as panels
 
-    return panels(_open(path).table("shortcut"), image_id)
+    return panels(_shortcut_rows(path, built_at), image_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
     """One row per case of the planted-shortcut analysis: id, ground truth, each model's shift."""
-    rows = _open(path).table("shortcut")
+    rows = _shortcut_rows(path, built_at)
     if rows.empty:
         return rows
     one = rows.drop_duplicates(["role", "image_id"]).assign(shift=lambda d: d.prob - d.prob_without)

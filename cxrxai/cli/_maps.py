@@ -157,12 +157,12 @@ def _add_report(p: argparse.ArgumentParser) -> None:
 def _report(args) -> int:
     import pandas as pd
 
-    from ..reports import run_report
+    from ..reports import REPORTS, run_report
     from ..store import open_store
 
     with open_store(args.store or paths.demo_store()) as store:
         models = store.models()
-        if args.model is None and models.empty and args.name not in ("shortcut", "shortcut-reliance"):
+        if args.model is None and models.empty and REPORTS[args.name].needs_model:
             raise CxrxaiError(f"the store {store.path} has no model; fill it with `python -m cxrxai precompute` or "
                               "`import-predictions`, or name one with --model")
         model_id = args.model or (str(models["model_id"].iloc[0]) if len(models) else "")

@@ -186,7 +186,7 @@ def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
 def run_units(ctx, units: list[dict], title: str) -> bool | None:
     """Compute ``units`` (see :func:`compute_unit`) and store their rows: on the build's engine
     (``ctx.options["engine"]``, e.g. Ray) or here, one unit after the other. Returns whether every
-    CAM unit used its closed form (None when the engine computed them or there were none)."""
+    CAM unit used its closed form (False when there were none; None when the engine computed them)."""
     engine = ctx.options.get("engine")
     if engine is not None:
         engine.run(ctx, units, title)

@@ -55,8 +55,9 @@ class Queries:
 
     def _arrow_df(self, sql: str, params: Iterable = ()) -> pd.DataFrame:
         """As :meth:`_df` through Arrow: half the time on the 0.5 M-row prediction table of a
-        store of MIMIC-CXR size (0.9 s against 1.8 s here). Used where the columns hold no NULL
-        strings (Arrow gives NaN where ``.df()`` gives None)."""
+        store of MIMIC-CXR size (0.9 s against 1.8 s here). Only for that table: an all-NULL
+        text column (``generator_key`` of a real dataset) reads NaN here where ``.df()`` gives
+        None, and the explorer took the NaN for a phantom key."""
         with self._cursor() as cur:
             return cur.sql(sql, params=list(params) or None).to_arrow_table().to_pandas()
 

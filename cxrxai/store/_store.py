@@ -91,45 +91,35 @@ class Store(Queries):
         finally:
             cur.close()
 
+    def _kept(self, key: tuple, compute):
+        """``compute()`` once per published version and ``key``; the last few kept (callers copy)."""
+        key = (*key, self._identity)
+        with self._memo_lock:
+            found = self._memo.get(key)
+        if found is None:
+            found = compute()
+            with self._memo_lock:
+                self._memo[key] = found
+                while len(self._memo) > self._MEMO_SIZE:
+                    self._memo.pop(next(iter(self._memo)))
+        return found
+
     def prediction_table(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
         """As :meth:`Queries.prediction_table`, kept for the last few (model, split) of this
         published version: the subgroup views slice the same table many ways, and on a store of
         NIH size the join takes ~150 ms of a click's 300 ms budget. Callers get a copy."""
-        key = (model_id, split, self._identity)
-        with self._memo_lock:
-            table = self._memo.get(key)
-        if table is None:
-            table = super().prediction_table(model_id, split=split)
-            self._remember(key, table)
-        return table.copy()
-
-    def _remember(self, key: tuple, value) -> None:
-        with self._memo_lock:
-            self._memo[key] = value
-            while len(self._memo) > self._MEMO_SIZE:
-                self._memo.pop(next(iter(self._memo)))
+        return self._kept(("predictions", model_id, split),
+                          lambda: super(Store, self).prediction_table(model_id, split=split)).copy()
 
     def prediction_splits(self, model_id: str) -> dict[str, int]:
         """As :meth:`Queries.prediction_splits`, kept per published version (every report asks it
         first; on a store of MIMIC-CXR size it scans 5 M prediction rows)."""
-        key = ("splits", model_id, self._identity)
-        with self._memo_lock:
-            found = self._memo.get(key)
-        if found is None:
-            found = super().prediction_splits(model_id)
-            self._remember(key, found)
-        return dict(found)
+        return dict(self._kept(("splits", model_id), lambda: super(Store, self).prediction_splits(model_id)))
 
     def label_counts(self, *, dataset: str | None = None) -> pd.DataFrame:
         """As :meth:`Queries.label_counts`, kept per published version (it joins every label row
         with its image: 0.45 s on a store of MIMIC-CXR size)."""
-        key = ("label_counts", dataset, self._identity)
-        with self._memo_lock:
-            found = self._memo.get(key)
-        if found is None:
-            found = super().label_counts(dataset=dataset)
-            self._remember(key, found)
-        return found.copy()
+        return self._kept(("label_counts", dataset), lambda: super(Store, self).label_counts(dataset=dataset)).copy()
 
     def changed(self) -> bool:
         """Whether a writer has published a new version since this view was opened."""
