@@ -1,5 +1,5 @@
-"""Streamlit caches over the store and the models, keyed by the store path and its ``built_at``
-stamp, so a store republished by a running precompute is picked up on the next rerun."""
+"""Streamlit caches over the store and the models, keyed by the store path and its published
+version (``Store.published``), so a store republished by a running precompute is picked up on the next rerun."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cxrxai.live import LiveWorker
 from cxrxai.store import Store, open_store
 
 __all__ = ["STORE_KEY", "case_table", "current_store", "image", "model_performance", "report", "shortcut_cases",
-           "shortcut_panels", "store_path", "stored_map", "truth", "try_report", "version", "worker"]
+           "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth", "try_report", "version", "worker"]
 
 STORE_KEY = "store_path"
 
@@ -50,7 +50,7 @@ def current_store() -> Store | None:
 
 def version(store: Store) -> str:
     """Cache key part that changes whenever the store is republished."""
-    return store.meta("built_at") or ""
+    return store.published
 
 
 # --------------------------------------------------------------------------- cached reads
@@ -124,6 +124,14 @@ def truth(path: str, built_at: str, image_id: str) -> dict:
     boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
     points = [(r.label, r.reader, (r.x, r.y)) for r in ann[ann.kind == "point"].itertuples()]
     return {"masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))), "boxes": boxes, "points": points}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def stored_settings(path: str, built_at: str, model_id: str, image_id: str, label: str,
+                    method: str) -> list[tuple[str, str]]:
+    """(params JSON, params_key) of every stored map of one case, finding and explainer."""
+    index = _open(path).map_index(model_id=model_id, image_id=image_id, label=label, method=method)
+    return [(r.params, r.params_key) for r in index.itertuples()]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

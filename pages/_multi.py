@@ -45,12 +45,7 @@ def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str])
                 store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
             specs.append({"slot": str(slot), "model": chosen_model, "case": case, "method": method, "params": params})
 
-    def key(name: str) -> str:
-        return f"{name}_compare"
-
-    display = _viewer.display_controls(key, any(get(s["method"]).kind == "pixel" for s in specs))
-    readers = _viewer.readers_of(store, case_id, label, key)
-    _fragment("compare")(store, label, specs, display, readers, "compare")
+    _fragment("compare")(store, case_id, label, specs, "compare")
 
 
 def grid(store, model_id: str, case_id: str, label: str) -> None:
@@ -67,11 +62,9 @@ def grid(store, model_id: str, case_id: str, label: str) -> None:
     if not chosen:
         st.info("Choose at least one explainer.")
         return
-    display = _viewer.display_controls(key, any(get(m).kind == "pixel" for m in chosen))
-    readers = _viewer.readers_of(store, case_id, label, key)
     specs = [{"slot": f"g{k}", "model": model_id, "case": case_id, "method": m, "params": defaults(m)}
              for k, m in enumerate(chosen)]
-    _fragment("grid")(store, label, specs, display, readers, "grid")
+    _fragment("grid")(store, case_id, label, specs, "grid")
 
 
 def defaults(method: str) -> dict:
@@ -92,7 +85,13 @@ def _title(spec: dict) -> str:
     return f"{spec['model']} · {what}"
 
 
-def _multi_view(store, label: str, specs: list[dict], display: dict, readers, name: str) -> None:
+def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -> None:
+    """The display controls and the figure: one fragment (a display click reruns only this)."""
+    def key(part: str) -> str:
+        return f"{part}_{name}"
+
+    display = _viewer.display_controls(key, any(get(s["method"]).kind == "pixel" for s in specs))
+    readers = _viewer.readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
                 for s in specs]

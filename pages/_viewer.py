@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import io
 import json
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +20,14 @@ from cxrxai.metrics import registry as metrics
 from cxrxai.metrics.registry import score_map
 from pages import _common as ui
 
-POLL_S = 0.5  # how often a computing map refreshes its progress and partial result
+#: How often a computing map refreshes its progress and partial result. Each refresh costs the
+#: server and the browser a redraw on the one core the live worker leaves them (2 cores), and a
+#: click waits behind it: going from 0.5 s to 1 s took a click during live occlusion from 1.3 s
+#: to 0.9 s (median, benchmarks/live_latency.py).
+POLL_S = 1.0
+#: How often a partial map is redrawn while it computes (a film redraw costs the browser far more
+#: than the progress bar does).
+PARTIAL_EVERY_S = 2.5
 FIRST_WAIT_S = 0.8  # how long a rerun waits for a live job before it shows progress instead
 
 
@@ -47,11 +57,11 @@ def _controls(method: str, key) -> dict:
 
 
 def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | None:
-    index = store.map_index(model_id=model_id, image_id=case_id, label=label, method=method)
-    for r in index.itertuples():
-        stored_params = json.loads(r.params)
+    path, built = str(store.path), ui.version(store)
+    for params_json, params_key in ui.stored_settings(path, built, model_id, case_id, label, method):
+        stored_params = json.loads(params_json)
         if all(stored_params.get(k) == v for k, v in params.items()):
-            return ui.stored_map(str(store.path), ui.version(store), model_id, case_id, label, method, r.params_key)
+            return ui.stored_map(path, built, model_id, case_id, label, method, params_key)
     return None
 
 
@@ -104,13 +114,12 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     methods = method_names()
     chosen_model, method, params = model_and_method(
         store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
-    display = display_controls(key, get(method).kind == "pixel")
-    shown = readers_of(store, case_id, label, key)
-    # The map is a fragment: while a live job runs it polls itself every POLL_S seconds without
-    # re-running the page, and stops polling once the job has finished.
+    # The display controls and the map are one fragment: a display click (the Map toggle, the
+    # opacity) reruns only this panel, not the page's filters and case table; while a live job
+    # runs the fragment polls itself every POLL_S seconds and stops once the job has finished.
     polling = st.session_state.get(key("polling"), False)
     view = st.fragment(_map_view, run_every=POLL_S if polling else None)
-    view(store, chosen_model, case_id, label, method, params, display, shown, slot)
+    view(store, chosen_model, case_id, label, method, params, slot)
 
 
 MODES = film.DISPLAY_MODES
@@ -171,7 +180,13 @@ def resolve(store, model_id, case_id, label, method, params, slot) -> Resolved:
     shown, dim = saliency, 1.0
     if saliency is None and source == "computing":  # the previous map stays, dimmed, until the new one arrives
         shown, dim = st.session_state.get(f"last_map_{slot}"), 0.35
-    elif saliency is not None and source != "computing":
+    elif source == "computing":  # a partial map: redrawn at most every PARTIAL_EVERY_S (the progress bar every poll)
+        held, now = st.session_state.get(f"partial_{slot}"), time.monotonic()
+        if held is not None and held[0] == job.key and now - held[1] < PARTIAL_EVERY_S:
+            shown = held[2]
+        else:
+            st.session_state[f"partial_{slot}"] = (job.key, now, saliency)
+    elif saliency is not None:
         st.session_state[f"last_map_{slot}"] = saliency
     return Resolved(saliency, shown, dim, source, job)
 
@@ -183,15 +198,23 @@ def ground_truth(gt: dict, label: str, readers) -> dict:
             "points": [(r, pt) for lab, r, pt in gt["points"] if lab == label and r in readers]}
 
 
-def _map_view(store, model_id, case_id, label, method, params, display, readers, slot) -> None:
+def _map_view(store, model_id, case_id, label, method, params, slot) -> None:
+    def key(name: str) -> str:
+        return f"{name}_{slot}"
+
+    display = display_controls(key, get(method).kind == "pixel")
+    readers = readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
     gt = ui.truth(path, built, case_id)
     r = resolve(store, model_id, case_id, label, method, params, slot)
     set_polling(str(slot), r.source == "computing")
     truth = ground_truth(gt, label, readers)
-    fig = film.film_figure(img, r.shown, **truth, revision=f"{case_id}-{label}",
-                           **{**display, "alpha": display["alpha"] * r.dim})
+    # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
+    # (no blending, contouring or PNG encoding again).
+    signature = (model_id, case_id, label, _digest(r.shown), r.dim, repr(sorted(display.items())), tuple(readers))
+    fig = _memo(f"film_{slot}", signature, lambda: film.film_figure(
+        img, r.shown, **truth, revision=f"{case_id}-{label}", **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
     details(store, model_id, case_id, label, method, params, display, truth, r, slot)
@@ -199,8 +222,9 @@ def _map_view(store, model_id, case_id, label, method, params, display, readers,
 
 def details(store, model_id, case_id, label, method, params, display, truth, r: Resolved, slot) -> None:
     """Under a film: progress and Cancel while computing, then the scores and the downloads."""
-    if r.job is not None:
+    if r.job is not None:  # scores and downloads wait for the finished (or cancelled) map
         _progress(r.job, method, params, slot)
+        return
     if r.saliency is None:
         return
     path, built = str(store.path), ui.version(store)
@@ -208,16 +232,38 @@ def details(store, model_id, case_id, label, method, params, display, truth, r: 
     _scores(r.saliency, gt, img, label)
     what = f"{get(method).title} {describe(params)}".strip()
     stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
-    masks = truth["masks"]
-    rgb = overlay.render_case(img, r.saliency, alpha=display["alpha"], colormap=display["colormap"],
-                              masks=[(label, m) for m in masks.values()], boxes=[(label, b) for _, b in truth["boxes"]])
+    masks, saliency = truth["masks"], r.saliency
     legend = [f"{case_id} · {label} · model {model_id}", f"{what} · {r.source}",
               f"readers: {', '.join(sorted(masks)) or 'none'} · colour map {display['colormap']} (0 → 1: min → max)"]
+
+    def png() -> np.ndarray:
+        rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
+                                  masks=[(label, m) for m in masks.values()],
+                                  boxes=[(label, b) for _, b in truth["boxes"]])
+        return overlay.with_legend(rgb, legend)
+
     c1, c2 = st.columns(2)
     with c1:
-        ui.download_png(overlay.with_legend(rgb, legend), f"{stem}.png", key=f"png_{slot}")
+        ui.download_png(png, f"{stem}.png", key=f"png_{slot}")
     with c2:
-        st.download_button("Download map (.npy)", _npy(r.saliency), file_name=f"{stem}.npy", key=f"npy_{slot}")
+        st.download_button("Download map (.npy)", lambda: _npy(saliency), file_name=f"{stem}.npy", key=f"npy_{slot}",
+                           on_click="ignore")
+
+
+def _memo(name: str, signature: tuple, compute, *, size: int = 4):
+    """``compute()`` once per ``signature`` among the session's last ``size`` of ``name``."""
+    kept = st.session_state.setdefault(f"memo_{name}", collections.OrderedDict())
+    if signature in kept:
+        kept.move_to_end(signature)
+    else:
+        kept[signature] = compute()
+        while len(kept) > size:
+            kept.popitem(last=False)
+    return kept[signature]
+
+
+def _digest(m: np.ndarray | None) -> str | None:
+    return None if m is None else hashlib.blake2b(np.ascontiguousarray(m).tobytes(), digest_size=16).hexdigest()
 
 
 def describe(params: dict) -> str:
@@ -230,7 +276,8 @@ def _slug(params: dict) -> str:
 
 def _scores(saliency, gt, img, label) -> None:
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
-    s = score_map(saliency, truth)
+    # a display click or a poll would score the same map again
+    s = _memo("scores", (_digest(saliency), _digest(truth)), lambda: score_map(saliency, truth))
     for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
         metric, value = metrics.get(name), s[name]
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
@@ -251,8 +298,10 @@ def _live(store, model_id, case_id, label, method, params, slot):
     if cancelled is not None and cancelled[0] == job.key:
         st.warning("Cancelled: the partial map is shown. Change a setting to compute again.")
         return cancelled[1], "cancelled (partial)", None
-    job = ui.worker().submit(job)
-    job.wait(FIRST_WAIT_S)  # fast explainers finish here, with no polling at all
+    submitted = ui.worker().submit(job)
+    if submitted is job:  # new: fast explainers finish here, with no polling at all (a running job is not waited on)
+        job.wait(FIRST_WAIT_S)
+    job = submitted
     current = job.result if job.state == JobState.DONE else job.partial
     value = _as_map(current)
     if job.state == JobState.DONE:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 
 import cv2
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from cxrxai import summaries
+from cxrxai.errors import DataError
 from cxrxai.explain import get as get_method
 from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
@@ -90,10 +90,16 @@ def download_csv(df: pd.DataFrame, name: str, *, key: str) -> None:
                             "(`cxrxai.provenance.read_export` reads both)" if head else None)
 
 
-def download_png(rgb: np.ndarray, name: str, *, key: str) -> None:
-    ok, buf = cv2.imencode(".png", rgb[..., ::-1])
-    if ok:
-        st.download_button("Download PNG", buf.tobytes(), file_name=name, mime="image/png", key=key)
+def download_png(render, name: str, *, key: str) -> None:
+    """A PNG download of ``render()`` (an RGB array), rendered and encoded only when clicked: a
+    rerun (a poll of a live map, a display click) pays nothing for it."""
+    def data() -> bytes:
+        ok, buf = cv2.imencode(".png", render()[..., ::-1])
+        if not ok:
+            raise DataError(f"could not encode {name} as PNG")
+        return buf.tobytes()
+
+    st.download_button("Download PNG", data, file_name=name, mime="image/png", key=key, on_click="ignore")
 
 
 def chart(fig, *, key: str, select: bool = False):

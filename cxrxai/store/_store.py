@@ -57,6 +57,7 @@ class Store(Queries):
         self._con: duckdb.DuckDBPyConnection | None = None
         self._memo: dict[tuple, pd.DataFrame] = {}
         self._memo_lock = threading.Lock()
+        self._facts: dict[tuple, object] = {}
         self._open()
 
     def _open(self) -> None:
@@ -71,7 +72,7 @@ class Store(Queries):
             raise StoreError(f"cannot open {self.path} as a DuckDB store: {err}") from None
         # The previous connection is dropped, not closed: a cursor another thread took from it
         # finishes on the old version, and the connection closes when the last user lets go.
-        self._con, self._identity = con, identity
+        self._con, self._identity, self._facts = con, identity, {}
         version = self.schema_version()
         if version > SCHEMA_VERSION:
             self.close()
@@ -103,6 +104,35 @@ class Store(Queries):
                 while len(self._memo) > self._MEMO_SIZE:
                     self._memo.pop(next(iter(self._memo)))
         return found
+
+    @property
+    def published(self) -> str:
+        """A key that changes with every publish of the open version: ``built_at`` (whole
+        seconds: two publishes in one second share it) and the file's identity."""
+        ino, mtime_ns, size = self._identity
+        return f"{self.meta('built_at') or ''}#{mtime_ns}.{size}.{ino}"
+
+    def _fact(self, key: tuple, compute):
+        """A small value of the open version (table names, meta, models), read once per version."""
+        facts = self._facts  # the dict of this connection: a reopen replaces it
+        if key not in facts:
+            facts[key] = compute()
+        return facts[key]
+
+    def has_table(self, table: str) -> bool:
+        """As :meth:`Queries.has_table`, kept per published version: every read asks it first,
+        and a page's rerun asked it ~10 times (a catalog query each)."""
+        return self._fact(("has_table", table), lambda: super(Store, self).has_table(table))
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        """As :meth:`Queries.meta`, kept per published version (the pages key every cache on
+        ``built_at`` and read it several times a rerun)."""
+        found = self._fact(("meta", key), lambda: super(Store, self).meta(key))
+        return default if found is None else found
+
+    def models(self) -> pd.DataFrame:
+        """As :meth:`Queries.models`, kept per published version (callers get a copy)."""
+        return self._fact(("models",), lambda: super(Store, self).models()).copy()
 
     def prediction_table(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
         """As :meth:`Queries.prediction_table`, kept for the last few (model, split) of this

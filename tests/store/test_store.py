@@ -81,6 +81,39 @@ def test_prediction_table_is_kept_per_published_version_and_handed_out_as_a_copy
         assert np.allclose(s.prediction_table("m")["prob"], 0.9)  # the new version, not the kept one
 
 
+def test_table_names_meta_and_models_are_read_once_per_published_version(store_path, monkeypatch):
+    from cxrxai.store._queries import Queries
+
+    spec = ModelSpec(name="m", arch="densenet121", labels=("A",))
+    with write_store(store_path) as w:
+        w.put_model(spec, weights_path="m.pt")
+    queries = []
+
+    def counted(read):
+        def wrapper(self, sql, params=()):
+            queries.append(sql)
+            return read(self, sql, params)
+        return wrapper
+
+    monkeypatch.setattr(Queries, "_rows", counted(Queries._rows))
+    monkeypatch.setattr(Queries, "_df", counted(Queries._df))
+    with open_store(store_path) as s:
+        built, published = s.meta("built_at"), s.published
+        for k in range(5):  # what a page's rerun asks again and again: read the first time only
+            assert s.meta("built_at") == built and s.has_table("models") and not s.has_table("no_such_table")
+            assert s.published == published
+            assert s.models().model_id.tolist() == ["m"]
+            assert (queries == []) == (k > 0), queries
+            queries.clear()
+        s.models().loc[0, "model_id"] = "scribbled"  # callers get a copy
+        assert s.models().model_id.tolist() == ["m"]
+        with write_store(store_path) as w:  # a new version: another model
+            w.put_model(ModelSpec(name="n", arch="resnet18", labels=("A",)), weights_path="n.pt")
+        assert s.refresh()
+        # within the same second built_at may not change: the published key does
+        assert s.published != published and s.models().model_id.tolist() == ["m", "n"]
+
+
 def test_upserts_replace_instead_of_duplicating(store_path):
     with write_store(store_path) as w:
         w.put_images(_images(["i1"], split="val"))

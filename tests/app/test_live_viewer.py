@@ -1,0 +1,142 @@
+"""What a rerun of the explorer costs while a live map computes (AppTest, the tiny demo store, a
+stand-in worker whose job runs for as long as the test wants).
+
+A click during a live map must not wait on the job, re-score it, re-render its downloads or redraw
+a film nothing changed in: each of those made clicks take seconds on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_pages import _app  # tests/app is on sys.path (no __init__.py)
+
+import pages._common as ui
+import pages._viewer as viewer
+from cxrxai import film, overlay
+from cxrxai.live import JobState
+from cxrxai.metrics import registry as metrics
+from cxrxai.store import open_store
+
+pytestmark = pytest.mark.slow
+MODEL = "tiny-densenet121"
+LIVE = {"method_0": "occlusion", "patch_0": 8, "stride_0": 4}  # no stored map: computed live
+
+
+class StandIn:
+    """A live worker that accepts jobs and leaves them running; the test finishes them."""
+
+    def __init__(self):
+        self.jobs: dict = {}
+        self.waits: list = []
+
+    def submit(self, job):
+        if job.key in self.jobs:
+            return self.jobs[job.key]
+        job.state, job.progress, job.stage = JobState.RUNNING, (3, 12), "windows"
+        job.wait = lambda timeout=None, job=job: self.waits.append((job.key, timeout)) or False
+        self.jobs[job.key] = job
+        return job
+
+    def queue_length(self) -> int:
+        return 0
+
+    @staticmethod
+    def device_name() -> str:
+        return "CPU"
+
+    def live(self):
+        return [j for j in self.jobs.values() if len(j.key) == 6 and j.key[4] == "occlusion"]  # case_job's key
+
+
+@pytest.fixture()
+def stand_in(monkeypatch):
+    worker = StandIn()
+    monkeypatch.setattr(ui, "worker", lambda: worker)
+    return worker
+
+
+@pytest.fixture()
+def counted(monkeypatch):
+    """Calls of the costly steps a rerun may repeat: the film figure, scoring, the PNG overlay."""
+    calls = {"film": 0, "score": 0, "png": 0}
+
+    def counting(name, fn):
+        def wrapper(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapper
+
+    monkeypatch.setattr(film, "film_figure", counting("film", film.film_figure))
+    monkeypatch.setattr(viewer, "score_map", counting("score", viewer.score_map))
+    monkeypatch.setattr(overlay, "render_case", counting("png", overlay.render_case))
+    return calls
+
+
+def _positive(store_path) -> str:
+    with open_store(store_path) as s:
+        table = s.prediction_table(MODEL, split="test")
+    return table[(table.label == "Effusion") & (table.ground_truth == 1)].image_id.iloc[0]
+
+
+def _image_source(at) -> str:
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return next(t["source"] for t in spec["data"] if t["type"] == "image")
+
+
+def _map_toggle(at):
+    return next(t for t in at.toggle if t.label == "Map")
+
+
+def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(tiny_full_store, stand_in, counted):
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=_positive(tiny_full_store), **LIVE)
+    assert not at.exception, at.exception
+    (job,) = stand_in.live()
+    assert stand_in.waits == [(job.key, viewer.FIRST_WAIT_S)]  # a new job: waited on once
+    assert at.get("progress") and not at.metric  # progress, and no scores of a map still computing
+    job.partial = np.eye(8, dtype=np.float32)  # the first window batches: a partial map is drawn, not scored
+    _map_toggle(at).set_value(False).run()
+    _map_toggle(at).set_value(True).run()
+    assert stand_in.waits == [(job.key, viewer.FIRST_WAIT_S)]  # the running job: never waited on again
+    assert counted["score"] == counted["png"] == 0 and not at.metric
+
+    job.result = job.partial = np.outer(np.arange(4.0), np.arange(4.0)).astype(np.float32)
+    job.state, job.seconds = JobState.DONE, 0.5
+    at.run()
+    assert [m.label for m in at.metric] == [metrics.get(n).label for n in ("iou", "hit", "roc_auc")]
+    assert any("· recomputed live on CPU in" in c.value for c in at.caption), [c.value for c in at.caption]
+    scored = counted["score"]
+    _map_toggle(at).set_value(False).run()
+    _map_toggle(at).set_value(True).run()
+    assert counted["score"] == scored == 1  # the same map is scored once, whatever the display does
+    assert counted["png"] == 0  # the PNG download is rendered when clicked, not on every rerun
+
+
+def test_flicking_the_map_redraws_nothing_already_drawn(tiny_full_store, stand_in, counted):
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=_positive(tiny_full_store))
+    assert not at.exception, at.exception
+    on = _image_source(at)
+    first = counted["film"]
+    _map_toggle(at).set_value(False).run()
+    off = _image_source(at)
+    _map_toggle(at).set_value(True).run()
+    _map_toggle(at).set_value(False).run()
+    assert on != off and _image_source(at) == off
+    assert counted["film"] == first + 1  # the film without the map, once; back on and off again: kept
+
+
+def test_a_partial_map_is_redrawn_at_most_every_few_seconds(tiny_full_store, stand_in, monkeypatch):
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=_positive(tiny_full_store), **LIVE)
+    (job,) = stand_in.live()
+    job.partial = np.eye(8, dtype=np.float32)
+    at.run()
+    first = _image_source(at)
+    job.partial = np.eye(8, dtype=np.float32)[::-1].copy()  # the next window batch
+    monkeypatch.setattr(viewer, "PARTIAL_EVERY_S", 1e9)
+    at.run()
+    assert _image_source(at) == first  # the progress bar moves, the film is kept
+    monkeypatch.setattr(viewer, "PARTIAL_EVERY_S", 0.0)
+    at.run()
+    assert _image_source(at) != first
