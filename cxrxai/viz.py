@@ -23,6 +23,7 @@ __all__ = [
     "regression_scatter",
     "similarity_boxes",
     "sweep_lines",
+    "value_text",
 ]
 
 _LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), height=380, template="plotly_white")
@@ -263,6 +264,15 @@ def shortcut_differences(summary: pd.DataFrame) -> go.Figure:
                       xaxis_title="difference in share of the map's positive mass in the marker zone",
                       height=120 + 40 * len(s), margin=dict(r=60))
     return fig
+
+
+def value_text(value: float, why: str, *, digits: int = 3) -> str:
+    """A number for a caption, or ``why`` it is missing (a NaN is never printed).
+
+    >>> value_text(0.12345, "no cases"), value_text(float("nan"), "no cases")
+    ('0.123', 'no cases')
+    """
+    return why if value is None or value != value else f"{value:.{digits}f}"
 
 
 def _ci_text(value: float, lower: float, upper: float, n: int) -> str:

@@ -20,7 +20,10 @@ row = rows.iloc[choice]
 c1, c2 = st.columns(2)
 with c1:
     ui.chart(viz.perturbation_lines(row), key="curves")
-    st.caption(f"Faithfulness correlation {row.faithfulness:.3f} · AUDCdiff black {row.audc_diff_black:.3f}, "
-               f"mean image {row.audc_diff_mean:.3f} (normalised {row.audc_diff_mean_normalized:.3f})")
+    flat = "not defined (the map or the model's response did not vary over the perturbed subsets)"
+    st.caption(f"Faithfulness correlation {viz.value_text(row.faithfulness, flat)} · AUDCdiff black "
+               f"{viz.value_text(row.audc_diff_black, 'not computed')}, mean image "
+               f"{viz.value_text(row.audc_diff_mean, 'not computed')} (normalised "
+               f"{viz.value_text(row.audc_diff_mean_normalized, 'not defined: the mean-image deletion curve ends where it starts')})")
 with c2:
     ui.chart(viz.paired_lines(rows), key="paired")

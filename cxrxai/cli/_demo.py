@@ -109,6 +109,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 @command("demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo)
 def _demo(args) -> int:
     from ..pipeline import build_demo, demo_stages
+    from ..pipeline.demo import model_evidence_stages
 
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
@@ -131,7 +132,8 @@ def _demo(args) -> int:
                             config=_phantom_config(args), progress=progress, fresh=args.fresh,
                             stages=demo_stages(full=args.full, phase=args.phase), extra_models=extra,
                             prediction_cache=None if args.recompute_predictions else cache,
-                            write_prediction_cache=not args.n_images and not args.size, phase=args.phase)
+                            write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
+                            extra_stages=[] if args.phase == "quick" else model_evidence_stages(full=args.full))
     except BaseException as err:
         if status is not None:
             status.finish(error=f"{type(err).__name__}: {err}")

@@ -112,6 +112,20 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
     return [*quick, *costly, *metrics]
 
 
+def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE) -> list[Stage]:
+    """The explanation evidence a second model gets after its predictions and thresholds (the
+    demo's ResNet-18), so every Explanations page works for it too: the CAMs of every test case,
+    the costly explainers on the same number of positives, the sweep, scores, baselines, the
+    human benchmark, trust (against the main model) and fidelity. The masks' geometry and the
+    shortcut are the main model's (geometry does not depend on a model)."""
+    plan, trust_plan, fidelity_plan = _plans(full, evidence)
+    return [Stage("cams", lambda ctx: cam_stage(ctx, plan)), Stage("localization (CAMs)", localization_stage),
+            Stage("maps", lambda ctx: maps_stage(ctx, plan)), Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
+            Stage("localization", localization_stage), Stage("second reader", reader_stage),
+            Stage("baselines", baseline_stage), Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
+            Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan))]
+
+
 def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
     """The planted shortcut beside the demo model: the demo's ResNet-18 as the control, the
     fine-tuned weights next to it, the shortcut cohort drawn like ``config``."""
@@ -143,13 +157,15 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
                prediction_cache: Path | None = None, write_prediction_cache: bool = False,
-               phase: str = "all") -> dict:
+               phase: str = "all", extra_stages: list[Stage] = ()) -> dict:
     """Build (or resume) the demo store: cases, model, then ``stages`` (default: the stages of
     ``phase``, :func:`demo_stages`). Finishing the evidence (``all`` or ``evidence``) records
     ``evidence_built_at`` in the store's meta.
 
     ``extra_models`` (weights files) are registered, used for repeatability/reproducibility, and
-    predicted on validation + test with their own thresholds (not in the quick phase).
+    predicted on validation + test with their own thresholds (not in the quick phase); then each
+    runs ``extra_stages`` (:func:`model_evidence_stages`: its explanation evidence), after the
+    main model's evidence is complete, with its name before each stage's in the progress.
     """
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
@@ -185,13 +201,12 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         stored = writer.images(dataset=DEMO_DATASET)
         eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
         for other in others:
-            s0 = time.monotonic()
-            octx = BuildContext(writer, DEMO_DATASET, other, options={"image_ids": eval_ids},
-                                load_images=ctx.load_images, progress=progress)
-            report[f"model {other.spec.name}"] = {"predictions": predictions_stage(octx),
-                                                  "thresholds": thresholds_stage(octx),
-                                                  "seconds": round(time.monotonic() - s0, 1)}
-            writer.publish()
+            s0, name = time.monotonic(), other.spec.name
+            octx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
+                                options={"image_ids": eval_ids, "trust_models": [model, *(o for o in others if o is not other)]},
+                                progress=lambda task, done, total, name=name: progress(f"{name}: {task}", done, total))
+            stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage), *extra_stages]
+            report[f"model {name}"] = {**run_stages(octx, stages, {}), "seconds": round(time.monotonic() - s0, 1)}
         if phase != "quick":
             writer.set_meta("evidence_built_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             writer.publish()
