@@ -263,7 +263,10 @@ def _memo(name: str, signature: tuple, compute, *, size: int = 4):
 
 
 def _digest(m: np.ndarray | None) -> str | None:
-    return None if m is None else hashlib.blake2b(np.ascontiguousarray(m).tobytes(), digest_size=16).hexdigest()
+    if m is None:
+        return None
+    m = np.ascontiguousarray(m)
+    return f"{m.shape}{m.dtype}" + hashlib.blake2b(m.tobytes(), digest_size=16).hexdigest()
 
 
 def describe(params: dict) -> str:
@@ -277,7 +280,7 @@ def _slug(params: dict) -> str:
 def _scores(saliency, gt, img, label) -> None:
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
     # a display click or a poll would score the same map again
-    s = _memo("scores", (_digest(saliency), _digest(truth)), lambda: score_map(saliency, truth))
+    s = _memo("scores", (_digest(saliency), _digest(truth)), lambda: score_map(saliency, truth), size=8)
     for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
         metric, value = metrics.get(name), s[name]
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
