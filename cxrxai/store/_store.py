@@ -70,8 +70,7 @@ class Store(Queries):
         except duckdb.Error as err:
             con.close()
             raise StoreError(f"cannot open {self.path} as a DuckDB store: {err}") from None
-        # The previous connection is dropped, not closed: a cursor another thread took from it
-        # finishes on the old version, and the connection closes when the last user lets go.
+        # The old connection is dropped, not closed: cursors other threads took finish on the old version.
         self._con, self._identity, self._facts = con, identity, {}
         version = self.schema_version()
         if version > SCHEMA_VERSION:
@@ -107,48 +106,39 @@ class Store(Queries):
 
     @property
     def published(self) -> str:
-        """A key that changes with every publish of the open version: ``built_at`` (whole
-        seconds: two publishes in one second share it) and the file's identity."""
+        """Changes with every publish: ``built_at`` (whole seconds) and the file's identity."""
         ino, mtime_ns, size = self._identity
         return f"{self.meta('built_at') or ''}#{mtime_ns}.{size}.{ino}"
 
     def _fact(self, key: tuple, compute):
-        """A small value of the open version (table names, meta, models), read once per version."""
-        facts = self._facts  # the dict of this connection: a reopen replaces it
+        """Table names, meta, models: read once per version (a rerun had asked ~10 times)."""
+        facts = self._facts
         if key not in facts:
             facts[key] = compute()
         return facts[key]
 
     def has_table(self, table: str) -> bool:
-        """As :meth:`Queries.has_table`, kept per published version: every read asks it first,
-        and a page's rerun asked it ~10 times (a catalog query each)."""
         return self._fact(("has_table", table), lambda: super(Store, self).has_table(table))
 
     def meta(self, key: str, default: str | None = None) -> str | None:
-        """As :meth:`Queries.meta`, kept per published version (the pages key every cache on
-        ``built_at`` and read it several times a rerun)."""
         found = self._fact(("meta", key), lambda: super(Store, self).meta(key))
         return default if found is None else found
 
     def models(self) -> pd.DataFrame:
-        """As :meth:`Queries.models`, kept per published version (callers get a copy)."""
         return self._fact(("models",), lambda: super(Store, self).models()).copy()
 
     def prediction_table(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
-        """As :meth:`Queries.prediction_table`, kept for the last few (model, split) of this
-        published version: the subgroup views slice the same table many ways, and on a store of
-        NIH size the join takes ~150 ms of a click's 300 ms budget. Callers get a copy."""
+        """Kept for the last few (model, split) of this version (a copy each call): the subgroup
+        views slice it many ways, and at NIH size the join takes ~150 ms of a click's 300 ms."""
         return self._kept(("predictions", model_id, split),
                           lambda: super(Store, self).prediction_table(model_id, split=split)).copy()
 
     def prediction_splits(self, model_id: str) -> dict[str, int]:
-        """As :meth:`Queries.prediction_splits`, kept per published version (every report asks it
-        first; on a store of MIMIC-CXR size it scans 5 M prediction rows)."""
+        """Kept per version: every report asks it first (5 M rows scanned at MIMIC-CXR size)."""
         return dict(self._kept(("splits", model_id), lambda: super(Store, self).prediction_splits(model_id)))
 
     def label_counts(self, *, dataset: str | None = None) -> pd.DataFrame:
-        """As :meth:`Queries.label_counts`, kept per published version (it joins every label row
-        with its image: 0.45 s on a store of MIMIC-CXR size)."""
+        """Kept per version (every label row joined with its image: 0.45 s at MIMIC-CXR size)."""
         return self._kept(("label_counts", dataset), lambda: super(Store, self).label_counts(dataset=dataset)).copy()
 
     def changed(self) -> bool:

@@ -1,0 +1,101 @@
+"""The README's evidence tables, printed as Markdown from a finished demo store.
+
+    .venv/bin/python data_cache/readme/tables.py [--store data_cache/demo.duckdb] > /tmp/tables.md
+
+Every number comes from a report (``cxrxai.reports``), the same call the pages and
+``python -m cxrxai report`` make; n is printed beside every value, a missing value says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cxrxai import paths, reports  # noqa: E402
+from cxrxai.explain import get  # noqa: E402
+from cxrxai.store import open_store  # noqa: E402
+
+
+def _title(method: str) -> str:
+    try:
+        return get(method).title
+    except Exception:  # noqa: BLE001 — a method stored by another version: its name
+        return method
+
+
+def _v(x, digits: int = 3, missing: str = "—") -> str:
+    return missing if x is None or x != x else f"{x:.{digits}f}"
+
+
+def markdown(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "---|" * len(df.columns)
+    rows = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, rule, *rows])
+
+
+def explainers(store, model: str) -> str:
+    t = reports.run_report(store, "explainers", model, slice_="true_positive")
+    t["cell"] = [f"{_v(i)} ({n})" for i, n in zip(t.iou, t.n)]
+    wide = t.pivot(index="explainer", columns="label", values="cell").fillna("no case")
+    wide.index = [_title(m) for m in wide.index]
+    return markdown(wide.reset_index().rename(columns={"index": "explainer"}))
+
+
+def ranking(store, model: str) -> str:
+    rows = []
+    for metric, name in (("iou", "IoU"), ("hit", "pointing game"), ("roc_auc", "AUC")):
+        r = reports.run_report(store, "explainer-ranking", model, metric=metric, slice_="positive")
+        for label, g in r.groupby("label", sort=False):
+            best = g.iloc[0]
+            nxt = g.iloc[1] if len(g) > 1 else None
+            gap = "only one explainer" if nxt is None else (
+                f"{_title(nxt.explainer)} {_v(nxt[metric])} (n = {int(nxt.n)}): −{_v(nxt.difference)} "
+                f"[{_v(nxt.lower)}, {_v(nxt.upper)}], {int(nxt.n_paired)} pairs"
+                if nxt.lower == nxt.lower else f"{_title(nxt.explainer)} {_v(nxt[metric])} (no interval: "
+                f"{int(nxt.n_paired) if nxt.n_paired == nxt.n_paired else 0} pairs)")
+            behind = int(g.behind.fillna(False).astype(bool).sum())
+            rows.append({"finding": label, "metric": name, "best": f"{_title(best.explainer)} {_v(best[metric])} "
+                         f"(n = {int(best.n)})", "runner-up: difference [95 % CI]": gap,
+                         "behind the best (CI excludes 0)": f"{behind} of {len(g) - 1}"})
+    return markdown(pd.DataFrame(rows))
+
+
+def table(store, name: str, model: str, columns: list[str] | None = None, **options) -> str:
+    t = reports.run_report(store, name, model, **options)
+    if columns:
+        t = t[[c for c in columns if c in t.columns]]
+    for c in t.columns:
+        if pd.api.types.is_float_dtype(t[c]):
+            t[c] = [_v(x) for x in t[c]]
+    return markdown(t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=paths.demo_store())
+    args = parser.parse_args()
+    with open_store(args.store) as store:
+        print(f"<!-- from {args.store}, built {store.meta('built_at')}, evidence {store.meta('evidence_built_at')} -->")
+        for model in store.models().model_id:
+            print(f"\n### {model}\n")
+            for title, make in (("Explainer × finding IoU on true positives (n)", explainers),
+                                ("Which explainer finds the lesion (all positives)", ranking)):
+                try:
+                    print(f"**{title}**\n\n{make(store, model)}\n")
+                except Exception as err:  # noqa: BLE001 — a section the store cannot fill says so
+                    print(f"**{title}**: {err}\n")
+            for name in ("occlusion-sweep", "fidelity", "trust"):
+                try:
+                    print(f"**{name}**\n\n{table(store, name, model)}\n")
+                except Exception as err:  # noqa: BLE001
+                    print(f"**{name}**: {err}\n")
+
+
+if __name__ == "__main__":
+    main()
