@@ -108,8 +108,12 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
             title += f" · {s['outcome'].rsplit(' · ', 1)[-1]}"
         panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title, **truth})
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
-    fig = film.film_grid(panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
-                         height_per_row=420 if columns == 2 else 320, **display)
+    # kept per (panels, display) like the single view's film: a poll with no new partial map redraws nothing
+    signature = (path, built, label, columns, repr(sorted(display.items())), tuple(readers),
+                 *((s["case"], p["title"], _viewer._digest(p["saliency"]), p["dim"]) for s, p in zip(specs, panels)))
+    fig = _viewer._memo(f"film_{name}", signature, lambda: film.film_grid(
+        panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
+        height_per_row=420 if columns == 2 else 320, **display))
     ui.chart(fig, key=f"film_{name}")
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "
                "shared between panels of the same film size.")

@@ -212,7 +212,8 @@ def _map_view(store, model_id, case_id, label, method, params, slot) -> None:
     truth = ground_truth(gt, label, readers)
     # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
     # (no blending, contouring or PNG encoding again).
-    signature = (model_id, case_id, label, _digest(r.shown), r.dim, repr(sorted(display.items())), tuple(readers))
+    signature = (path, built, model_id, case_id, label, _digest(r.shown), r.dim, repr(sorted(display.items())),
+                 tuple(readers))
     fig = _memo(f"film_{slot}", signature, lambda: film.film_figure(
         img, r.shown, **truth, revision=f"{case_id}-{label}", **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")

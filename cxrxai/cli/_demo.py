@@ -98,8 +98,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase", choices=PHASES, default="all",
                    help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
                         "about 2 min); evidence: their scores, the costly explainers on 30 positives per finding, the "
-                        "occlusion sweep on 20 shared cases, fidelity on 50, trust on 30 (run in the background by "
-                        "the app); all: both")
+                        "occlusion sweep on 20 shared cases, fidelity on 50, trust on 30, then the same for the "
+                        "demo's ResNet-18 (run in the background by the app); all: both")
     p.add_argument("--status", type=Path, default=None,
                    help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)")
     p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
@@ -108,8 +108,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 
 @command("demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo)
 def _demo(args) -> int:
-    from ..pipeline import build_demo, demo_stages
-    from ..pipeline.demo import model_evidence_stages
+    from ..pipeline import build_demo, demo_stages, model_evidence_stages
 
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
@@ -133,7 +132,7 @@ def _demo(args) -> int:
                             stages=demo_stages(full=args.full, phase=args.phase), extra_models=extra,
                             prediction_cache=None if args.recompute_predictions else cache,
                             write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
-                            extra_stages=[] if args.phase == "quick" else model_evidence_stages(full=args.full))
+                            extra_stages=model_evidence_stages(full=args.full))
     except BaseException as err:
         if status is not None:
             status.finish(error=f"{type(err).__name__}: {err}")

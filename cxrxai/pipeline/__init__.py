@@ -15,7 +15,7 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
 """
 
 from .dataset import ANALYSES, build_dataset, dataset_stages
-from .demo import DEMO_DATASET, build_demo, demo_stages
+from .demo import DEMO_DATASET, build_demo, demo_stages, model_evidence_stages
 from .imports import import_predictions
 from .predict import predictions_stage, store_thresholds, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, run_stages
@@ -31,6 +31,7 @@ __all__ = [
     "dataset_stages",
     "demo_stages",
     "import_predictions",
+    "model_evidence_stages",
     "predictions_stage",
     "run_stages",
     "store_thresholds",

@@ -25,7 +25,7 @@ from .scoring import baseline_stage, geometry_stage, localization_stage, reader_
 from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
 from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["DEMO_DATASET", "EVIDENCE", "PHASES", "Evidence", "build_demo", "demo_stages"]
+__all__ = ["DEMO_DATASET", "EVIDENCE", "PHASES", "Evidence", "build_demo", "demo_stages", "model_evidence_stages"]
 
 DEMO_DATASET = "demo"
 
@@ -164,8 +164,9 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
 
     ``extra_models`` (weights files) are registered, used for repeatability/reproducibility, and
     predicted on validation + test with their own thresholds (not in the quick phase); then each
-    runs ``extra_stages`` (:func:`model_evidence_stages`: its explanation evidence), after the
-    main model's evidence is complete, with its name before each stage's in the progress.
+    runs ``extra_stages`` (:func:`model_evidence_stages`: its explanation evidence) when its
+    architecture differs from the main model's (a second seed serves repeatability only), after
+    the main model's evidence is complete, with its name before each stage's in the progress.
     """
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
@@ -196,8 +197,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
                            load_images=RowLoader(data.images, [s.image_id for s in data.specs]), progress=progress)
         run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)
-        # The extra models also get predictions and thresholds on validation + test, so they can
-        # be compared with the main model on every page (their maps are recomputed live).
+        # The extra models get predictions and thresholds on validation + test, so they can be
+        # compared with the main model on every page; a second architecture also its evidence.
         stored = writer.images(dataset=DEMO_DATASET)
         eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
         for other in others:
@@ -205,8 +206,9 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
             octx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
                                 options={"image_ids": eval_ids, "trust_models": [model, *(o for o in others if o is not other)]},
                                 progress=lambda task, done, total, name=name: progress(f"{name}: {task}", done, total))
-            stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage), *extra_stages]
-            report[f"model {name}"] = {**run_stages(octx, stages, {}), "seconds": round(time.monotonic() - s0, 1)}
+            own = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
+                   *(extra_stages if other.spec.arch != model.spec.arch else ())]
+            report[f"model {name}"] = {**run_stages(octx, own, {}), "seconds": round(time.monotonic() - s0, 1)}
         if phase != "quick":
             writer.set_meta("evidence_built_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             writer.publish()

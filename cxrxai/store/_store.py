@@ -158,7 +158,7 @@ class Store(Queries):
     def close(self) -> None:
         if self._con is not None:
             self._con.close()
-            self._con = None
+            self._con, self._facts = None, {}
 
     def __enter__(self) -> Store:
         return self

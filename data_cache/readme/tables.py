@@ -3,7 +3,8 @@
     .venv/bin/python data_cache/readme/tables.py [--store data_cache/demo.duckdb] > /tmp/tables.md
 
 Every number comes from a report (``cxrxai.reports``), the same call the pages and
-``python -m cxrxai report`` make; n is printed beside every value, a missing value says why.
+``python -m cxrxai report`` make; the explainer tables print n beside every value, the others
+print the report's own n columns; a missing value is a dash.
 """
 
 from __future__ import annotations
@@ -17,19 +18,21 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cxrxai import paths, reports  # noqa: E402
+from cxrxai.errors import CxrxaiError  # noqa: E402
 from cxrxai.explain import get  # noqa: E402
 from cxrxai.store import open_store  # noqa: E402
+from cxrxai.viz import value_text  # noqa: E402
 
 
 def _title(method: str) -> str:
     try:
         return get(method).title
-    except Exception:  # noqa: BLE001 — a method stored by another version: its name
+    except CxrxaiError:  # a method stored by another version: its name
         return method
 
 
-def _v(x, digits: int = 3, missing: str = "—") -> str:
-    return missing if x is None or x != x else f"{x:.{digits}f}"
+def _v(x) -> str:
+    return value_text(x, "—")
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -66,10 +69,8 @@ def ranking(store, model: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def table(store, name: str, model: str, columns: list[str] | None = None, **options) -> str:
-    t = reports.run_report(store, name, model, **options)
-    if columns:
-        t = t[[c for c in columns if c in t.columns]]
+def table(store, name: str, model: str) -> str:
+    t = reports.run_report(store, name, model)
     for c in t.columns:
         if pd.api.types.is_float_dtype(t[c]):
             t[c] = [_v(x) for x in t[c]]
@@ -88,12 +89,12 @@ def main() -> None:
                                 ("Which explainer finds the lesion (all positives)", ranking)):
                 try:
                     print(f"**{title}**\n\n{make(store, model)}\n")
-                except Exception as err:  # noqa: BLE001 — a section the store cannot fill says so
+                except CxrxaiError as err:  # a section the store cannot fill says so
                     print(f"**{title}**: {err}\n")
             for name in ("occlusion-sweep", "fidelity", "trust"):
                 try:
                     print(f"**{name}**\n\n{table(store, name, model)}\n")
-                except Exception as err:  # noqa: BLE001
+                except CxrxaiError as err:
                     print(f"**{name}**: {err}\n")
 
 

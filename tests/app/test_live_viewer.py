@@ -7,8 +7,10 @@ a film nothing changed in: each of those made clicks take seconds on 2 cores.
 
 from __future__ import annotations
 
+import io
 import json
 
+import cv2
 import numpy as np
 import pytest
 from test_pages import _app  # tests/app is on sys.path (no __init__.py)
@@ -112,6 +114,38 @@ def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(t
     _map_toggle(at).set_value(True).run()
     assert counted["score"] == scored == 1  # the same map is scored once, whatever the display does
     assert counted["png"] == 0  # the PNG download is rendered when clicked, not on every rerun
+
+
+def test_the_downloads_render_the_finished_map_when_clicked(tiny_full_store, stand_in, monkeypatch):
+    import streamlit
+
+    offered, real = {}, streamlit.download_button
+
+    def recording(label, data, **kwargs):
+        kind = kwargs["file_name"].rsplit(".", 1)[-1]
+        if kind in ("png", "npy"):  # the map's downloads (the Overview, run first, offers a CSV)
+            offered[kind] = (kwargs["file_name"], data, kwargs.get("on_click"))
+        return real(label, data, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", recording)
+    case = _positive(tiny_full_store)
+    at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=case, **LIVE)
+    assert offered == {}  # nothing to download while the map computes
+    (job,) = stand_in.live()
+    job.result = job.partial = np.outer(np.arange(4.0), np.arange(4.0)).astype(np.float32)
+    job.state, job.seconds = JobState.DONE, 0.5
+    at.run()
+    assert not at.exception, at.exception
+    name, data, click = offered["png"]
+    assert name.startswith(f"{case}-Effusion-{MODEL}-occlusion-") and "-patch8-stride4" in name and click == "ignore"
+    png = cv2.imdecode(np.frombuffer(data(), np.uint8), cv2.IMREAD_COLOR)
+    with open_store(tiny_full_store) as s:
+        height, width = (int(s.image(case)[k]) for k in ("height", "width"))
+    f = overlay.display_scale((height, width), 2, overlay.MAX_DISPLAY_SIDE)  # render_case's display grid
+    assert png.shape[1] == round(width * f) and png.shape[0] > round(height * f)  # the film with its legend below
+    name, data, click = offered["npy"]
+    assert name == offered["png"][0].replace(".png", ".npy") and click == "ignore"
+    assert np.array_equal(np.load(io.BytesIO(data())), job.result)
 
 
 def test_flicking_the_map_redraws_nothing_already_drawn(tiny_full_store, stand_in, counted):

@@ -106,3 +106,17 @@ def test_password_gate_when_a_password_is_set(empty_store, monkeypatch):
     at.button[0].click().run()
     assert not at.error and at.session_state["_authenticated"]
     assert at.sidebar.text_input[0].label == "Store"
+
+
+def test_the_fidelity_caption_says_why_a_value_is_missing(tiny_full_store, tmp_path):
+    import shutil
+
+    path = tmp_path / "flat.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # a map that never varied: no correlation
+        cur.execute("UPDATE fidelity SET faithfulness = NULL, audc_diff_mean_normalized = 'NaN'::DOUBLE")
+    at = _app(path, "pages/fidelity.py")
+    assert not at.exception, at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("Faithfulness correlation"))
+    assert "nan" not in caption.lower() and "Faithfulness correlation not defined (the map" in caption
+    assert "(normalised not defined: the mean-image deletion curve ends where it starts)" in caption
