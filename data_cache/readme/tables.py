@@ -58,13 +58,13 @@ def ranking(store, model: str) -> str:
             best = g.iloc[0]
             nxt = g.iloc[1] if len(g) > 1 else None
             gap = "only one explainer" if nxt is None else (
-                f"{_title(nxt.explainer)} {_v(nxt[metric])} (n = {int(nxt.n)}): −{_v(nxt.difference)} "
-                f"[{_v(nxt.lower)}, {_v(nxt.upper)}], {int(nxt.n_paired)} pairs"
+                f"{_title(nxt.explainer)} {_v(nxt[metric])} (n = {int(nxt.n)}): {_v(nxt.difference)} behind "
+                f"[{_v(nxt.lower)}, {_v(nxt.upper)}] on {int(nxt.n_paired)} paired cases"
                 if nxt.lower == nxt.lower else f"{_title(nxt.explainer)} {_v(nxt[metric])} (no interval: "
                 f"{int(nxt.n_paired) if nxt.n_paired == nxt.n_paired else 0} pairs)")
             behind = int(g.behind.fillna(False).astype(bool).sum())
             rows.append({"finding": label, "metric": name, "best": f"{_title(best.explainer)} {_v(best[metric])} "
-                         f"(n = {int(best.n)})", "runner-up: difference [95 % CI]": gap,
+                         f"(n = {int(best.n)})", "runner-up: best − it [95 % CI]": gap,
                          "behind the best (CI excludes 0)": f"{behind} of {len(g) - 1}"})
     return markdown(pd.DataFrame(rows))
 
