@@ -1,8 +1,6 @@
-"""The papers' tables, computed from a store (``python -m cxrxai report NAME``; the app's pages).
-
-Every report is ``fn(store, model_id, **options) -> DataFrame``; :data:`REPORTS` lists them
-with the table or figure each reproduces. Conventions are options, defaulting to the paper's.
-"""
+"""The papers' tables from a store (``python -m cxrxai report NAME``; the app's pages): each is
+``fn(store, model_id, **options) -> DataFrame``, listed in :data:`REPORTS` with what it
+reproduces; conventions are options, defaulting to the paper's."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ class Report:
 
 
 def _need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | None = None) -> pd.DataFrame:
-    """``df`` when it has rows, else a :class:`StoreError` naming what is missing (model, table)
-    and the command that fills it."""
+    """``df`` if it has rows, else a :class:`StoreError` naming what is missing and its command."""
     if df.empty:
         whose = f"model {model_id!r} has" if model_id else "the store has"
         raise StoreError(f"{whose} no {what} yet (table {table}); fill it with `{fill_command(store, table)}`")
@@ -142,15 +139,13 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
 
 
 def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive", shared: bool = True) -> pd.DataFrame:
-    """Thesis Fig. 3 / Table S4: per patch/stride — grid, seconds per map, IoU/PLA/AUC with CIs.
-    ``shared``: only the (image, finding) pairs every setting has a map of, so the points compare
-    (the demo also stores 32/16 for 240 positives, the other settings for the sweep's 20)."""
+    """Thesis Fig. 3 / Table S4 per patch/stride: grid, s/map, IoU/PLA/AUC with CIs; ``shared``:
+    only the (image, finding) pairs every setting has (the demo has 32/16 on 240), so points compare."""
     idx = _need(store.map_index(model_id=model_id, method="occlusion"), store, "occlusion maps", "sweep", model_id)
     cases = localization_cases(store, model_id, slice_=slice_, method="occlusion", params_key="*")
     if shared:
         common = set.intersection(*(set(zip(g.image_id, g.label)) for _, g in idx.groupby("params_key")))
-        idx = idx[[pair in common for pair in zip(idx.image_id, idx.label)]]
-        cases = cases[[pair in common for pair in zip(cases.image_id, cases.label)]]
+        idx, cases = (d[[p in common for p in zip(d.image_id, d.label)]] for d in (idx, cases))
     rows = []
     for key, g in idx.groupby("params_key"):
         p = json.loads(key)
@@ -171,8 +166,7 @@ def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive", sh
 
 def localization_summary(store: Store, model_id: str, *, metric: str = "iou", reader: str = "gt",
                          method: str = "gradcam", n_boot: int = 1000) -> pd.DataFrame:
-    """Saporta Fig. 2: per finding, mIoU or hit rate with bootstrap 95 % CI (cases resampled
-    jointly across findings), on the slice of ground-truth-positive cases."""
+    """Saporta Fig. 2: per finding, mIoU or hit rate with bootstrap 95 % CI over positive cases."""
     cases = localization_cases(store, model_id, reader=reader, slice_="positive", method=method)
     wide = cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")
     return stats.bootstrap_table(wide, n_boot=n_boot).rename(columns={"name": "label"})
