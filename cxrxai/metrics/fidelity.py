@@ -3,7 +3,8 @@
 * :func:`faithfulness_correlation` (Bhatt et al., IJCAI 2020): ``iterations`` times (200),
   replace a random subset of ``subset`` pixels (1,024; every channel) with the baseline
   (black), record the score drop and the attribution summed over the subset; the result is
-  their Pearson correlation.
+  their Pearson correlation; :func:`faithfulness_correlations` scores several maps of one image
+  on the same subsets, for the forward passes of one.
 * :func:`perturbation_curve` (Petsiuk et al., RISE, 2018): split the image into square regions
   (32 × 32 px), order them by summed attribution (descending) or at random, and either delete
   them one by one (fill with black or the mean image) or insert them into a fully filled image;
@@ -35,6 +36,7 @@ __all__ = [
     "audc_diff",
     "curve_area",
     "faithfulness_correlation",
+    "faithfulness_correlations",
     "normalized_audc_diff",
     "perturbation_curve",
     "region_order",
@@ -111,8 +113,34 @@ def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, bas
     >>> faithfulness_correlation(score, img, np.ones((4, 4)), torch.zeros(1), iterations=20, subset=4)
     nan
     """
-    a = _check(image, attribution)
-    h, w = a.shape
+    return float(faithfulness_correlations(score, image, [attribution], baseline, iterations=iterations,
+                                           subset=subset, seed=seed, batch=batch)[0])
+
+
+def faithfulness_correlations(score: Score, image: torch.Tensor, attributions, baseline: torch.Tensor, *,
+                              iterations: int = 200, subset: int = 1024, seed: int = 0, batch: int = 32) -> np.ndarray:
+    """:func:`faithfulness_correlation` of several maps of the same image and output at once.
+
+    The random subsets and the model's score drops do not depend on the map, so they are computed
+    once (``iterations`` + 1 forward passes in all, not per map); each map then only sums its
+    attribution over the same subsets. The result equals one :func:`faithfulness_correlation` call
+    per map with the same ``seed``.
+
+    Returns
+    -------
+    r : (len(attributions),) ndarray
+        One correlation per map, NaN where either side is constant.
+
+    Examples
+    --------
+    >>> img = torch.arange(16.0).reshape(1, 1, 4, 4)
+    >>> score = lambda x: x.sum(dim=(1, 2, 3))
+    >>> maps = [img[0, 0].numpy(), -img[0, 0].numpy(), np.ones((4, 4))]
+    >>> faithfulness_correlations(score, img, maps, torch.zeros(1), iterations=20, subset=4).round(6).tolist()
+    [1.0, -1.0, nan]
+    """
+    maps = [_check(image, a) for a in attributions]
+    h, w = tuple(image.shape[-2:])
     if not 0 < subset < h * w:
         raise MetricError(f"subset must be between 1 and {h * w - 1} pixels, got {subset}")
     rng = np.random.default_rng(seed)
@@ -124,7 +152,10 @@ def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, bas
     mask = flat_mask.view(iterations, 1, h, w).to(image.device)
     copies = torch.where(mask, base, copies)
     drops = (float(_batched(score, image, 1)[0]) - _batched(score, copies, batch)).astype(np.float64)
-    mass = a.ravel()[idx].astype(np.float64).sum(axis=1)
+    return np.array([_pearson(a.ravel()[idx].astype(np.float64).sum(axis=1), drops) for a in maps])
+
+
+def _pearson(mass: np.ndarray, drops: np.ndarray) -> float:
     if np.ptp(drops) == 0 or np.ptp(mass) == 0:  # a constant side has no correlation (NaN, not a warning)
         return float("nan")
     with np.errstate(invalid="ignore", divide="ignore"):

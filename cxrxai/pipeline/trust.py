@@ -24,7 +24,7 @@ from ..models.spec import preprocess
 from ..postprocess import positive, upsample
 from .maps import available, positive_pairs
 
-__all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_stage", "trust_map", "trust_stage"]
+__all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_cases", "fidelity_stage", "trust_map", "trust_stage"]
 
 #: Integrated Gradients as Arun et al. test it; it triples the demo's trust stage on a CPU, so only
 #: the full build (``cxrxai demo --full``) adds it to the default methods.
@@ -123,50 +123,85 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     return {"images": len(cases), "steps": len(steps), "other_models": [o.spec.name for o in others]}
 
 
-def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
-    """Faithfulness correlation and deletion/insertion curves (black and mean-image fills)."""
-    model, mid = ctx.model, ctx.model.spec.name
-    done = ctx.writer.table("fidelity", model_id=mid)
-    have = set(zip(done.image_id, done.label, done.method)) if not done.empty else set()
-    index = ctx.writer.map_index(model_id=mid)
-    index = index[index.method.isin(plan.methods)]
-    cases = _sample(ctx, plan.cases, plan.seed)
-    chosen = index.merge(cases, on=["image_id", "label"])
-    chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
-    if chosen.empty:
-        return {"computed": 0}
+def _main_setting(index: pd.DataFrame) -> pd.DataFrame:
+    """Each method's most stored setting: fidelity scores the maps of the analyses (occlusion 32/16),
+    not the sweep's other patch/stride settings on its few cases."""
+    counts = index.groupby(["method", "params_key"]).size().reset_index(name="n")
+    main = counts.sort_values(["method", "n", "params_key"], ascending=[True, False, True]).groupby("method").head(1)
+    return index.merge(main[["method", "params_key"]], on=["method", "params_key"])
+
+
+def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan) -> pd.DataFrame:
+    """``plan.cases`` positive (image, finding) pairs, one per image, drawn with ``plan.seed`` among the
+    pairs with a stored map of the most plan methods: where every method has a map of ``plan.cases``
+    images, every method is scored on the same cases (a paired comparison); columns image_id, label."""
+    pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, _split(ctx), ctx.model.spec.labels))
+    methods = index.groupby(["image_id", "label"]).method.nunique().rename("methods").reset_index()
+    pairs = pairs.merge(methods, on=["image_id", "label"]).sample(frac=1.0, random_state=plan.seed)
+    pairs = pairs.sort_values("methods", ascending=False, kind="stable").groupby("image_id", sort=False).head(1)
+    return pairs.head(plan.cases).sort_values(["image_id", "label"])[["image_id", "label"]].reset_index(drop=True)
+
+
+def _mean_image(ctx, spec) -> torch.Tensor:
     test_ids = available(ctx, ctx.writer.images(dataset=ctx.dataset, split=_split(ctx))).image_id.tolist()
     mean_img = sum(np.asarray(ctx.load_images(test_ids[i:i + 256]), np.float64).sum(0)  # in chunks: any dataset size
                    for i in range(0, len(test_ids), 256)) / len(test_ids)
-    fills = {"black": None, "mean": preprocess((mean_img / 255.0).astype(np.float32), model.spec).to(model.device)}
+    return preprocess((mean_img / 255.0).astype(np.float32), spec)
+
+
+def _fidelity_rows(ctx, plan: FidelityPlan, units: pd.DataFrame, mean_fill: torch.Tensor) -> list[dict]:
+    """Every method's fidelity on one case; what does not depend on the map (the faithfulness subsets'
+    score drops, the random-order deletion curves) is computed once for all of them."""
+    model, mid = ctx.model, ctx.model.spec.name
+    image_id, label = units.image_id.iloc[0], units.label.iloc[0]
+    x = preprocess(np.asarray(ctx.load_images([image_id])), model.spec).to(model.device)
+    fills = {"black": baseline_tensor("black", x, model.spec), "mean": mean_fill}
+    t = model.spec.label_index(label)
+
+    def score(batch):
+        return torch.sigmoid(model.module(batch.contiguous(memory_format=torch.channels_last)))[:, t]
+
+    attrs = [upsample(positive(native_map(ctx.writer.get_map(mid, image_id, label, r.method, r.params_key))),
+                      tuple(x.shape[-2:])) for r in units.itertuples(index=False)]
+    faith = fidelity.faithfulness_correlations(score, x, attrs, fills["black"], iterations=plan.iterations,
+                                               subset=plan.subset, seed=plan.seed)
+    random_del = {name: fidelity.perturbation_curve(score, x, attrs[0], fill, region=plan.region, order="random",
+                                                    seed=plan.seed) for name, fill in fills.items()}
     rows = []
-    for k, r in enumerate(chosen.itertuples(index=False)):
-        x = preprocess(np.asarray(ctx.load_images([r.image_id])), model.spec).to(model.device)
-        fills["black"] = baseline_tensor("black", x, model.spec)
-        t = model.spec.label_index(r.label)
-        stored = ctx.writer.get_map(mid, r.image_id, r.label, r.method, r.params_key)
-        attr = upsample(positive(native_map(stored)), tuple(x.shape[-2:]))
-
-        def score(batch, t=t):
-            return torch.sigmoid(model.module(batch.contiguous(memory_format=torch.channels_last)))[:, t]
-
-        row = {"model_id": mid, "image_id": r.image_id, "label": r.label, "method": r.method,
-               "params_key": r.params_key, "region": plan.region,
-               "faithfulness": fidelity.faithfulness_correlation(score, x, attr, fills["black"],
-                                                                 iterations=plan.iterations, subset=plan.subset,
-                                                                 seed=plan.seed)}
+    for r, attr, faithfulness in zip(units.itertuples(index=False), attrs, faith):
+        row = {"model_id": mid, "image_id": image_id, "label": label, "method": r.method, "params_key": r.params_key,
+               "region": plan.region, "faithfulness": faithfulness}
         for name, fill in fills.items():
-            xs, deletion = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region)
-            _, random_del = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region, order="random",
-                                                        seed=plan.seed)
+            xs, rand = random_del[name]
+            _, deletion = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region)
             _, insertion = fidelity.perturbation_curve(score, x, attr, fill, mode="insertion", region=plan.region)
             row.update({f"audc_{name}": fidelity.curve_area(xs, deletion), f"auic_{name}": fidelity.curve_area(xs, insertion),
-                        f"audc_random_{name}": fidelity.curve_area(xs, random_del),
-                        f"audc_diff_{name}": fidelity.audc_diff(deletion, random_del, xs),
-                        f"deletion_{name}": deletion, f"deletion_random_{name}": random_del, f"insertion_{name}": insertion})
+                        f"audc_random_{name}": fidelity.curve_area(xs, rand),
+                        f"audc_diff_{name}": fidelity.audc_diff(deletion, rand, xs),
+                        f"deletion_{name}": deletion, f"deletion_random_{name}": rand, f"insertion_{name}": insertion})
         row["audc_diff_mean_normalized"] = fidelity.normalized_audc_diff(row["audc_diff_mean"], row["deletion_mean"],
                                                                          row["deletion_black"])
         rows.append(row)
-        ctx.progress("fidelity curves", k + 1, len(chosen))
-    ctx.writer.put_table("fidelity", pd.DataFrame(rows))
-    return {"computed": len(rows)}
+    return rows
+
+
+def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
+    """Faithfulness correlation and deletion/insertion curves (black and mean-image fills) of each plan
+    method's main setting on :func:`fidelity_cases`; each case is written as soon as it is scored (an
+    interrupted build resumes after the last published case)."""
+    mid = ctx.model.spec.name
+    done = ctx.writer.table("fidelity", model_id=mid)
+    have = set(zip(done.image_id, done.label, done.method)) if not done.empty else set()
+    index = ctx.writer.map_index(model_id=mid)
+    index = _main_setting(index[index.method.isin(plan.methods)])
+    chosen = index.merge(fidelity_cases(ctx, index, plan), on=["image_id", "label"])
+    chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
+    if chosen.empty:
+        return {"computed": 0}
+    mean_fill = _mean_image(ctx, ctx.model.spec).to(ctx.model.device)
+    cases = list(chosen.groupby(["image_id", "label"], sort=True))
+    for k, (_, units) in enumerate(cases):
+        ctx.writer.put_table("fidelity", pd.DataFrame(_fidelity_rows(ctx, plan, units, mean_fill)))
+        ctx.maybe_publish()
+        ctx.progress("fidelity curves", k + 1, len(cases))
+    return {"computed": len(chosen), "cases": len(cases)}

@@ -125,6 +125,27 @@ def test_faithfulness_correlation_is_high_when_attribution_matches_the_model():
         fidelity.faithfulness_correlation(Lit(), image, attr, torch.zeros(1, 1, 1, 1), subset=64)
 
 
+def test_faithfulness_of_several_maps_shares_one_set_of_forward_passes():
+    image = torch.rand(1, 1, 8, 8, generator=torch.Generator().manual_seed(1)) + 1
+    seen = []
+
+    def score(x):  # nonlinear, so a wrong subset or drop would change r
+        seen.append(len(x))
+        return torch.tanh(x[:, 0, :4, :4].sum(dim=(1, 2)) / 8) + 0.1 * x[:, 0].amax(dim=(1, 2))
+
+    rng = np.random.default_rng(0)
+    lesion = np.zeros((8, 8))
+    lesion[:4, :4] = image[0, 0, :4, :4].numpy()  # where the score looks
+    maps = [lesion, rng.random((8, 8)), np.ones((8, 8))]
+    each = [fidelity.faithfulness_correlation(score, image, m, torch.zeros(1), iterations=30, subset=6, seed=3)
+            for m in maps]
+    seen.clear()
+    shared = fidelity.faithfulness_correlations(score, image, maps, torch.zeros(1), iterations=30, subset=6, seed=3)
+    assert sum(seen) == 31  # the image once and 30 subsets, for three maps
+    np.testing.assert_allclose(shared[:2], each[:2], rtol=0, atol=1e-12)
+    assert np.isnan(shared[2]) and np.isnan(each[2]) and shared[0] > 0.5
+
+
 def test_fidelity_refuses_mismatched_attribution():
     with pytest.raises(MetricError, match="match the image"):
         fidelity.perturbation_curve(Lit(), torch.ones(1, 1, 8, 8), np.zeros((4, 4)), torch.zeros(1, 1, 1, 1))

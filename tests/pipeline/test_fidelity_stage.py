@@ -1,0 +1,70 @@
+"""The fidelity stage on the tiny full store: every method is scored on the same cases (a paired
+comparison), occlusion at its analysis setting and not the sweep's, and a killed stage keeps the
+cases it scored and resumes after them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from cxrxai.data.decode import RowLoader
+from cxrxai.data.demo import load_demo
+from cxrxai.models.registry import load
+from cxrxai.pipeline.runner import BuildContext
+from cxrxai.pipeline.trust import FidelityPlan, fidelity_stage
+from cxrxai.store import open_store, write_store
+
+MODEL = "tiny-densenet121"
+PLAN = FidelityPlan(cases=40, methods=("gradcam", "occlusion"), iterations=8, subset=32, seed=1)
+
+
+class Killed(Exception):
+    pass
+
+
+def _run(path, model, loader, progress):
+    with write_store(path) as w:
+        ctx = BuildContext(w, "demo", model, load_images=loader, progress=progress, publish_every=0.0)
+        return fidelity_stage(ctx, PLAN)
+
+
+def test_fidelity_pairs_the_methods_and_resumes_after_the_last_scored_case(tiny_full_store, tiny_model_path,
+                                                                           tiny_config, tmp_path):
+    path = tmp_path / "store.duckdb"
+    shutil.copy(tiny_full_store, path)
+    data = load_demo(tiny_config, tiny_model_path.parent.parent / "phantoms")
+    loader = RowLoader(data.images, [s.image_id for s in data.specs])
+    model = load(tiny_model_path, device="cpu")
+
+    def kill_after_first(task, done, total):
+        if done == 1:
+            raise Killed
+
+    with pytest.raises(Killed):
+        _run(path, model, loader, kill_after_first)
+    with open_store(path) as s:
+        first = s.table("fidelity", model_id=MODEL)
+        occ_index = s.map_index(model_id=MODEL, method="occlusion")
+    occ = first[first.method == "occlusion"]
+    assert len(occ) == 1  # the scored case was kept
+
+    seen = []
+    report = _run(path, model, loader, lambda task, done, total: seen.append((done, total)))
+    with open_store(path) as s:
+        rows = s.table("fidelity", model_id=MODEL)
+    occ = rows[rows.method == "occlusion"]
+    cases = set(zip(occ.image_id, occ.label))
+    n = occ_index.image_id.nunique()  # fewer than 40: one case per image with an occlusion map
+    assert len(cases) == n == len(set(occ.image_id)) > 3
+    left = report["cases"]
+    assert seen == [(k, left) for k in range(1, left + 1)]
+    assert report["computed"] == len(rows) - len(first)  # the killed run's case was not scored again
+    grad = rows[rows.method == "gradcam"]
+    assert cases <= set(zip(grad.image_id, grad.label))  # the same cases: paired
+    main = occ_index.params_key.value_counts().index[0]
+    assert set(occ.params_key) == {main} and json.loads(main)["patch"] == 32 and json.loads(main)["stride"] == 16
+    assert occ_index.params_key.nunique() > 1  # the sweep's settings were there to pick from
+    assert occ.faithfulness.dropna().between(-1, 1).all() and occ.faithfulness.notna().sum() > n // 2
+    assert (occ.deletion_black.map(len) == occ.insertion_mean.map(len)).all()
