@@ -3,6 +3,8 @@ version (``Store.published``), so a store republished by a running precompute is
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 
 import numpy as np
@@ -16,8 +18,9 @@ from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "image", "model_performance", "report", "shortcut_cases",
-           "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth", "try_report", "version", "worker"]
+__all__ = ["STORE_KEY", "case_table", "current_store", "digest", "image", "model_performance", "report",
+           "session_memo", "shortcut_cases", "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth",
+           "try_report", "version", "worker"]
 
 STORE_KEY = "store_path"
 
@@ -146,3 +149,23 @@ def worker() -> LiveWorker:
     """The server's one device worker: live jobs of every viewer queue here and run in its own
     process, so page reruns never slow the maps down (see ``cxrxai.live``)."""
     return LiveWorker(process=True)
+
+
+def session_memo(name: str, signature: tuple, compute, *, size: int = 4):
+    """``compute()`` once per ``signature`` among the session's last ``size`` of ``name``."""
+    kept = st.session_state.setdefault(f"memo_{name}", collections.OrderedDict())
+    if signature in kept:
+        kept.move_to_end(signature)
+    else:
+        kept[signature] = compute()
+        while len(kept) > size:
+            kept.popitem(last=False)
+    return kept[signature]
+
+
+def digest(m: np.ndarray | None) -> str | None:
+    """A short fingerprint of an array's shape, dtype and bytes (``None`` for none): a memo key."""
+    if m is None:
+        return None
+    m = np.ascontiguousarray(m)
+    return f"{m.shape}{m.dtype}" + hashlib.blake2b(m.tobytes(), digest_size=16).hexdigest()

@@ -110,8 +110,8 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
     # kept per (panels, display) like the single view's film: a poll with no new partial map redraws nothing
     signature = (path, built, label, columns, repr(sorted(display.items())), tuple(readers),
-                 *((s["case"], p["title"], _viewer._digest(p["saliency"]), p["dim"]) for s, p in zip(specs, panels)))
-    fig = _viewer._memo(f"film_{name}", signature, lambda: film.film_grid(
+                 *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"]) for s, p in zip(specs, panels)))
+    fig = ui.session_memo(f"film_{name}", signature, lambda: film.film_grid(
         panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
         height_per_row=420 if columns == 2 else 320, **display))
     ui.chart(fig, key=f"film_{name}")

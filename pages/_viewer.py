@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import collections
-import hashlib
 import io
 import json
 import time
@@ -212,9 +210,9 @@ def _map_view(store, model_id, case_id, label, method, params, slot) -> None:
     truth = ground_truth(gt, label, readers)
     # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
     # (no blending, contouring or PNG encoding again).
-    signature = (path, built, model_id, case_id, label, _digest(r.shown), r.dim, repr(sorted(display.items())),
+    signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim, repr(sorted(display.items())),
                  tuple(readers))
-    fig = _memo(f"film_{slot}", signature, lambda: film.film_figure(
+    fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
         img, r.shown, **truth, revision=f"{case_id}-{label}", **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
@@ -251,25 +249,6 @@ def details(store, model_id, case_id, label, method, params, display, truth, r: 
                            on_click="ignore")
 
 
-def _memo(name: str, signature: tuple, compute, *, size: int = 4):
-    """``compute()`` once per ``signature`` among the session's last ``size`` of ``name``."""
-    kept = st.session_state.setdefault(f"memo_{name}", collections.OrderedDict())
-    if signature in kept:
-        kept.move_to_end(signature)
-    else:
-        kept[signature] = compute()
-        while len(kept) > size:
-            kept.popitem(last=False)
-    return kept[signature]
-
-
-def _digest(m: np.ndarray | None) -> str | None:
-    if m is None:
-        return None
-    m = np.ascontiguousarray(m)
-    return f"{m.shape}{m.dtype}" + hashlib.blake2b(m.tobytes(), digest_size=16).hexdigest()
-
-
 def describe(params: dict) -> str:
     return " ".join(f"{k} {v}" for k, v in params.items())
 
@@ -281,7 +260,7 @@ def _slug(params: dict) -> str:
 def _scores(saliency, gt, img, label) -> None:
     truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
     # a display click or a poll would score the same map again
-    s = _memo("scores", (_digest(saliency), _digest(truth)), lambda: score_map(saliency, truth), size=8)
+    s = ui.session_memo("scores", (ui.digest(saliency), ui.digest(truth)), lambda: score_map(saliency, truth), size=8)
     for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
         metric, value = metrics.get(name), s[name]
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
