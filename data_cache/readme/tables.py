@@ -2,6 +2,8 @@
 
     .venv/bin/python data_cache/readme/tables.py [--store data_cache/demo.duckdb] > /tmp/tables.md
 
+(``make install-test`` brings ``tabulate``, which pandas writes Markdown with.)
+
 Every number comes from a report (``cxrxai.reports``), the same call the pages and
 ``python -m cxrxai report`` make; the explainer tables print n beside every value, the others
 print the report's own n columns; a missing value is a dash.
@@ -36,10 +38,8 @@ def _v(x) -> str:
 
 
 def markdown(df: pd.DataFrame) -> str:
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "---|" * len(df.columns)
-    rows = ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
-    return "\n".join([head, rule, *rows])
+    """GitHub Markdown through pandas (``tabulate``, a test requirement), the cells as printed."""
+    return df.astype(str).to_markdown(index=False, disable_numparse=True)
 
 
 def explainers(store, model: str) -> str:
@@ -71,9 +71,8 @@ def ranking(store, model: str) -> str:
 
 def table(store, name: str, model: str) -> str:
     t = reports.run_report(store, name, model)
-    for c in t.columns:
-        if pd.api.types.is_float_dtype(t[c]):
-            t[c] = [_v(x) for x in t[c]]
+    for c in t.columns:  # floats in object columns too (a verdict table mixes them with text)
+        t[c] = [_v(x) if isinstance(x, float) else x for x in t[c]]
     return markdown(t)
 
 
