@@ -24,6 +24,7 @@ __all__ = [
     "similarity_boxes",
     "sweep_lines",
     "value_text",
+    "verdict_table",
 ]
 
 _LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), height=380, template="plotly_white")
@@ -273,6 +274,27 @@ def value_text(value: float, why: str, *, digits: int = 3) -> str:
     ('0.123', 'no cases')
     """
     return why if value is None or value != value else f"{value:.{digits}f}"
+
+
+def verdict_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Arun et al.'s PASS/FAIL summary (``trust.pass_fail``) as a reader sees it: per criterion its
+    verdict, mean, p and the n of images it rests on, "—" where a method has no scores for it.
+
+    >>> t = pd.DataFrame({"method": ["a", "b"], "utility": ["PASS", None], "utility_mean": [0.61, None],
+    ...                   "utility_p": [0.001, None], "utility_n": [30, None]})
+    >>> verdict_table(t).to_dict("records")[1]
+    {'method': 'b', 'utility': '—', 'utility mean': '—', 'utility p': '—', 'utility n': '—'}
+    """
+    out = pd.DataFrame({"method": table["method"]})
+    for crit in ("utility", "randomization", "repeatability", "reproducibility"):
+        if crit not in table:
+            continue
+        there = table[f"{crit}_n"].notna()
+        out[crit] = table[crit].where(there, "—")
+        out[f"{crit} mean"] = [value_text(v, "—") for v in table[f"{crit}_mean"]]
+        out[f"{crit} p"] = [value_text(v, "—", digits=4) for v in table[f"{crit}_p"]]
+        out[f"{crit} n"] = [str(int(n)) if ok else "—" for n, ok in zip(table[f"{crit}_n"], there)]
+    return out
 
 
 def _ci_text(value: float, lower: float, upper: float, n: int) -> str:

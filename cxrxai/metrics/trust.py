@@ -251,7 +251,8 @@ def pass_fail(scores: pd.DataFrame, *, alpha: float = 0.005, low: float = 0.5) -
     Returns
     -------
     table : DataFrame
-        One row per method: each criterion's verdict, ``<criterion>_mean`` (of ``value``) and ``_p``.
+        One row per method: each criterion's verdict, ``<criterion>_mean`` (of ``value``), ``_p`` and ``_n``
+        (the images it rests on); a criterion a method has no scores for is missing (NaN) in its row.
 
     Notes
     -----
@@ -288,5 +289,6 @@ def pass_fail(scores: pd.DataFrame, *, alpha: float = 0.005, low: float = 0.5) -
             row[crit] = "PASS" if np.isfinite(p) and p < alpha else "FAIL"
             row[f"{crit}_mean"] = float(np.mean(v))
             row[f"{crit}_p"] = float(p)
+            row[f"{crit}_n"] = len(v)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -120,3 +120,15 @@ def test_the_fidelity_caption_says_why_a_value_is_missing(tiny_full_store, tmp_p
     caption = next(c.value for c in at.caption if c.value.startswith("Faithfulness correlation"))
     assert "nan" not in caption.lower() and "Faithfulness correlation not defined (the map" in caption
     assert "(normalised not defined: the mean-image deletion curve ends where it starts)" in caption
+
+
+def test_the_trust_summary_shows_n_per_test_and_a_dash_where_a_criterion_has_no_scores(tiny_full_store):
+    at = _app(tiny_full_store, "pages/trust.py")
+    assert not at.exception, at.exception
+    summary = at.dataframe[0].value.set_index("method")
+    # the tiny store: 3 images for randomization; saliency is never scored against masks, so no utility
+    assert summary.loc["gradcam", "randomization n"] == "3" and summary.loc["saliency", "randomization n"] == "3"
+    assert summary.loc["saliency", ["utility", "utility mean", "utility p", "utility n"]].tolist() == ["—"] * 4
+    assert int(summary.loc["gradcam", "utility n"]) >= 3
+    assert not summary.isna().any().any() and "nan" not in summary.to_string().lower()
+    assert any(c.value.startswith("n: the images each test rests on") for c in at.caption)
