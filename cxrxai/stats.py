@@ -105,7 +105,8 @@ def percentage_decrease(benchmark: pd.DataFrame, method: pd.DataFrame, *, n_boot
 
     Both tables are cases × labels with the *same index* (joined by case id, never by order).
     Point value: (mean_bs(hb) − mean_bs(method)) / mean_bs(hb) · 100, CheXlocalize's
-    ``calculate_percentage_decrease.py``; the "Average" row averages the labels per replicate.
+    ``calculate_percentage_decrease.py``; the "Average" row averages the labels per replicate. ``n``:
+    the cases both scored (any label, for the average); no interval from fewer than :data:`MIN_CI_N`.
     """
     if not benchmark.index.equals(method.index) or list(benchmark.columns) != list(method.columns):
         common = benchmark.index.intersection(method.index)
@@ -118,13 +119,14 @@ def percentage_decrease(benchmark: pd.DataFrame, method: pd.DataFrame, *, n_boot
     both = pd.concat({"hb": benchmark, "pred": method}, axis=1)
     reps = bootstrap_replicates(both, n_boot=n_boot, seed=seed, joint=True)
     hb, pred = reps["hb"], reps["pred"]
+    scored = benchmark.notna() & method.notna()  # n: the cases both readers scored
     rows = []
     for col in list(method.columns) + ["Average"]:
         h = hb.mean(axis=1) if col == "Average" else hb[col]
         p = pred.mean(axis=1) if col == "Average" else pred[col]
-        series = 100 * (h - p) / h
-        lo, hi = _bounds(series.to_numpy(), bounds)
-        rows.append({"name": col, "decrease_pct": float(100 * (h.mean() - p.mean()) / h.mean()), "lower": lo,
+        n = int(scored.any(axis=1).sum() if col == "Average" else scored[col].sum())
+        lo, hi = _bounds((100 * (h - p) / h).to_numpy(), bounds) if n >= MIN_CI_N else (np.nan, np.nan)
+        rows.append({"name": col, "n": n, "decrease_pct": float(100 * (h.mean() - p.mean()) / h.mean()), "lower": lo,
                      "upper": hi})
     return pd.DataFrame(rows)
 
@@ -147,7 +149,7 @@ def ols(df: pd.DataFrame, y: str, x: str, *, normalize: str = "minmax") -> dict:
     Returns coef, lower, upper (95 %), p, n.
     """
     data = df[[y, x]].astype(float).dropna()
-    if len(data) < 3 or data[x].nunique() < 2:
+    if len(data) < MIN_CI_N or data[x].nunique() < 2:  # no estimate (nor interval) from fewer than 5 cases
         return {"coef": np.nan, "lower": np.nan, "upper": np.nan, "p": np.nan, "n": len(data)}
     data = data.assign(**{x: _normalize(data[x], normalize)})
     fit = smf.ols(f"Q('{y}') ~ Q('{x}')", data=data).fit()
@@ -191,7 +193,7 @@ def spearman_ci(x, y, *, level: float = 0.95) -> dict:
     keep = np.isfinite(a) & np.isfinite(b)
     a, b = a[keep], b[keep]
     n = len(a)
-    if n < 4 or np.unique(a).size < 2 or np.unique(b).size < 2:
+    if n < MIN_CI_N or np.unique(a).size < 2 or np.unique(b).size < 2:
         return {"rho": np.nan, "p": np.nan, "lower": np.nan, "upper": np.nan, "n": n}
     rho, p = sps.spearmanr(a, b)
     z = np.arctanh(np.clip(rho, -0.999999, 0.999999))

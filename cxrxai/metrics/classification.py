@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from ..errors import MetricError
+from ..stats import MIN_CI_N
 
 __all__ = ["auroc", "auroc_ci", "bootstrap_aurocs"]
 
@@ -124,8 +125,9 @@ def auroc_ci(y_true, score, *, n_boot: int = 1000, seed: int = 0, level: float =
     -----
     Replicates are drawn by :func:`bootstrap_aurocs`; the bounds are the (1 − level)/2 and (1 + level)/2
     quantiles (``np.quantile``, linear interpolation) of the usable replicates. Replicates that draw a
-    single class are skipped; the interval is NaN when fewer than half of the replicates are usable, and
-    all three values are NaN when the point AUROC is.
+    single class are skipped; the interval is NaN when fewer than half of the replicates are usable or
+    either class has fewer than ``stats.MIN_CI_N`` (5) cases, and all three values are NaN when the
+    point AUROC is.
 
     References
     ----------
@@ -134,14 +136,16 @@ def auroc_ci(y_true, score, *, n_boot: int = 1000, seed: int = 0, level: float =
 
     Examples
     --------
-    >>> auroc_ci([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9])
+    >>> auroc_ci([0] * 5 + [1] * 5, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
     (1.0, 1.0, 1.0)
+    >>> auroc_ci([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9])  # two cases a class: no interval
+    (1.0, nan, nan)
     >>> auroc_ci([1, 1, 1], [0.1, 0.2, 0.3])
     (nan, nan, nan)
     """
     y, s = _check(y_true, score)
     point = auroc(y, s)
-    if np.isnan(point):
+    if np.isnan(point) or min(int(y.sum()), int(len(y) - y.sum())) < MIN_CI_N:
         return point, float("nan"), float("nan")
     reps = bootstrap_aurocs(y, s, n_boot=n_boot, seed=seed)
     reps = reps[np.isfinite(reps)]

@@ -28,7 +28,7 @@ from scipy.stats import rankdata
 
 from ..errors import MetricError, UnknownNameError
 from ..labels import NO_FINDING
-from ..stats import wilson_cis
+from ..stats import MIN_CI_N, wilson_cis
 
 __all__ = ["CI_METHODS", "RATES", "metric_by_group", "subgroup_rates", "underdiagnosis"]
 
@@ -161,8 +161,8 @@ def subgroup_rates(table: pd.DataFrame, by: str | list[str] | None = None, *, la
       sex  n_pos  tpr  tpr_gap_other  tpr_gap_overall  fpr
     0   F      2  1.0            0.5             0.25  0.0
     1   M      2  0.5           -0.5            -0.25  0.5
-    >>> r["tpr_lower"].round(3).tolist()  # Wilson, 2 of 2 and 1 of 2
-    [0.342, 0.095]
+    >>> r["tpr_lower"].tolist()  # 2 positives a group: no interval (stats.MIN_CI_N)
+    [nan, nan]
     """
     if ci not in CI_METHODS:
         raise UnknownNameError("confidence interval method", ci, CI_METHODS)
@@ -202,7 +202,22 @@ def subgroup_rates(table: pd.DataFrame, by: str | list[str] | None = None, *, la
             r["small"] = bool(min(r["n_pos"], r["n_neg"]) < min_n)
         rows += group_rows
     out = pd.DataFrame(rows)
-    return _add_wilson(out) if ci == "wilson" and len(out) else out
+    return _floor_intervals(_add_wilson(out) if ci == "wilson" and len(out) else out)
+
+
+def _floor_intervals(rows: pd.DataFrame) -> pd.DataFrame:
+    """No interval from fewer than ``stats.MIN_CI_N`` cases: a rate's bounds are NaN where its
+    denominator is smaller, the AUROC's where either class is."""
+    if rows.empty:
+        return rows
+    dens = {"tpr": rows["n_pos"], "fnr": rows["n_pos"], "fpr": rows["n_neg"], "ppv": rows["tp"] + rows["fp"]}
+    if "auroc_lower" in rows:
+        dens["auroc"] = np.minimum(rows["n_pos"], rows["n_neg"])
+    for name, den in dens.items():
+        if f"{name}_lower" in rows:
+            few = den.to_numpy() < MIN_CI_N
+            rows.loc[few, [f"{name}_lower", f"{name}_upper"]] = np.nan
+    return rows
 
 
 def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_FINDING, decimals: int | None = 3,
@@ -285,7 +300,7 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
     mean = (1/n) Σ v_i over the group's finite values; NaN cases (e.g. IoU of an empty mask) are excluded
     and counted in ``n_nan``. [lower, upper] = percentiles 2.5 and 97.5 of ``n_boot`` means of resamples
     with replacement (one generator for all groups, in sorted order). A group without finite values has
-    NaN mean and bounds; one value gives lower = upper = it.
+    a NaN mean; one with fewer than ``stats.MIN_CI_N`` (5) has NaN bounds (no interval from so few).
 
     References
     ----------
@@ -297,8 +312,8 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
     >>> c = pd.DataFrame({"label": "Nodule", "sex": ["M", "M", "F", "F"], "iou": [0.2, 0.4, 0.6, np.nan]})
     >>> metric_by_group(c, "iou", "sex")[["sex", "n", "n_nan", "mean", "lower", "upper"]]
       sex  n  n_nan  mean  lower  upper
-    0   F  1      1   0.6    0.6    0.6
-    1   M  2      0   0.3    0.2    0.4
+    0   F  1      1   0.6    NaN    NaN
+    1   M  2      0   0.3    NaN    NaN
     """
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in (label, metric, *by) if c not in cases.columns]
@@ -309,11 +324,11 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
     for key, g in cases.dropna(subset=by).groupby([label, *by], sort=True):
         v = g[metric].to_numpy(float)
         v = v[np.isfinite(v)]
-        if len(v):
+        lo = hi = np.nan
+        if len(v):  # drawn for every group, so a group's interval does not depend on its neighbours' sizes
             boots = v[rng.integers(0, len(v), (n_boot, len(v)))].mean(axis=1)
-            lo, hi = np.percentile(boots, [2.5, 97.5])
-        else:
-            lo = hi = np.nan
+            if len(v) >= MIN_CI_N:
+                lo, hi = np.percentile(boots, [2.5, 97.5])
         rows.append({**dict(zip([label, *by], key)), "n": len(v), "n_nan": int(len(g) - len(v)),
                      "mean": float(v.mean()) if len(v) else np.nan, "lower": float(lo), "upper": float(hi),
                      "small": len(v) < min_n})

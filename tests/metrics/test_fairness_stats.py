@@ -27,8 +27,10 @@ def test_rates_counts_and_gaps_by_hand():
     assert r.loc["F", "tpr_gap_overall"] == pytest.approx(2 / 3 - 3 / 5)
     assert r.loc["M", "tpr_gap_median"] == pytest.approx(0.5 - (0.5 + 2 / 3) / 2)
     assert r["small"].all()  # every group here has fewer than 10 positives
-    lo, hi = r.loc["M", ["tpr_lower", "tpr_upper"]]
-    assert (lo, hi) == pytest.approx(stats.wilson_ci(1, 2))
+    assert r[["tpr_lower", "tpr_upper", "fpr_lower", "ppv_upper"]].isna().all().all()  # 2–3 cases: no interval
+    big = subgroup_rates(pd.concat([_table()] * 3, ignore_index=True), "sex").set_index("sex")  # 6 positives each
+    assert tuple(big.loc["M", ["tpr_lower", "tpr_upper"]]) == pytest.approx(stats.wilson_ci(3, 6))
+    assert big.loc["F", "n_neg"] == 3 and np.isnan(big.loc["F", "fpr_lower"])  # 3 negatives: still none
 
 
 def test_a_group_without_positives_has_nan_tpr_not_zero():
@@ -70,7 +72,9 @@ def test_bootstrap_interval_of_a_mean_matches_the_normal_theory_width():
 def test_auroc_with_hanley_mcneil_interval():
     r = subgroup_rates(_table(), None).iloc[0]
     assert r["auroc"] == pytest.approx(13 / 15)  # 13 of 15 positive–negative pairs ranked right
-    assert r["auroc_lower"] < r["auroc"] < r["auroc_upper"]
+    assert np.isnan(r["auroc_lower"])  # 3 negatives: no interval
+    big = subgroup_rates(pd.concat([_table()] * 2, ignore_index=True), None).iloc[0]  # 10 positives, 6 negatives
+    assert big["auroc"] == pytest.approx(13 / 15) and big["auroc_lower"] < big["auroc"] < big["auroc_upper"]
 
 
 def test_auroc_equals_sklearn_with_ties_per_group():
@@ -107,7 +111,9 @@ def test_metric_by_group_mean_ci_and_nan_count():
     cases = pd.DataFrame({"label": "Mass", "sex": ["M", "M", "M", "F"], "auc": [0.6, 0.8, np.nan, 0.9]})
     r = metric_by_group(cases, "auc", "sex", n_boot=100).set_index("sex")
     assert r.loc["M", "mean"] == pytest.approx(0.7) and r.loc["M", "n"] == 2 and r.loc["M", "n_nan"] == 1
-    assert r.loc["F", "lower"] == r.loc["F", "upper"] == 0.9
+    assert r.loc["F", "mean"] == 0.9 and np.isnan(r.loc["F", "lower"]) and np.isnan(r.loc["M", "upper"])  # n < 5
+    five = metric_by_group(cases.assign(auc=[0.6, 0.8, np.nan, 0.9]).iloc[[0, 1, 0, 1, 0]], "auc", "sex", n_boot=100)
+    assert five.n.tolist() == [5] and five.lower[0] <= 0.68 <= five.upper[0]  # from 5 cases, an interval
 
 
 def test_bootstrap_table_matches_chexlocalize_indices():
