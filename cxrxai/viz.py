@@ -23,6 +23,7 @@ __all__ = [
     "regression_scatter",
     "similarity_boxes",
     "sweep_lines",
+    "decision_text",
     "value_text",
     "verdict_table",
 ]
@@ -274,6 +275,17 @@ def value_text(value: float, why: str, *, digits: int = 3) -> str:
     ('0.123', 'no cases')
     """
     return why if value is None or value != value else f"{value:.{digits}f}"
+
+
+def decision_text(prob: float, threshold: float, outcome) -> str:
+    """A case's probability, threshold and outcome for a caption, saying why a part is missing.
+
+    >>> decision_text(0.83, 0.45, "TP"), decision_text(0.83, float("nan"), None)
+    ('P 0.830 (threshold 0.450) · TP', 'P 0.830 · no decision: no threshold stored for this label')
+    """
+    if threshold is None or threshold != threshold or not outcome or outcome != outcome:
+        return f"P {value_text(prob, 'missing')} · no decision: no threshold stored for this label"
+    return f"P {prob:.3f} (threshold {threshold:.3f}) · {outcome}"
 
 
 def verdict_table(table: pd.DataFrame) -> pd.DataFrame:

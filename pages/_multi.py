@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from cxrxai import film
+from cxrxai import film, viz
 from cxrxai.explain import get, method_names
 from pages import _common as ui
 from pages import _viewer
@@ -27,7 +27,7 @@ def outcome(store, model_id: str, case_id: str, label: str) -> str:
     if row.empty:
         return f"no {label} prediction of {model_id} for this image"
     r = row.iloc[0]
-    return f"P {r['prob']:.3f} (threshold {r['threshold']:.3f}) · {r['outcome']}"
+    return viz.decision_text(r["prob"], r["threshold"], r["outcome"])
 
 
 def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str]) -> None:

@@ -6,9 +6,10 @@ Filters, case, explainer and its parameters survive navigation and live in the U
 Selections made on other pages arrive as filters (a TPR bar: that group's positives) or as exact
 (image, finding) pairs (a lasso)."""
 
+import pandas as pd
 import streamlit as st
 
-from cxrxai import summaries
+from cxrxai import summaries, viz
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
@@ -87,8 +88,13 @@ case_id, finding = row["image_id"], row["label"]
 ui.remember("case", case_id)
 ui.remember("case_label", finding)
 st.subheader(f"{case_id} — {finding}")
-st.markdown(f"**{row['outcome']}** · probability **{row['prob']:.3f}** (threshold {row['threshold']:.3f}) · "
-            f"{row['sex'] or 'sex missing'}, {row['age'] if row['age'] == row['age'] else 'age missing'} y · {row['view']}")
+def _known(value, missing: str):
+    return missing if value is None or pd.isna(value) or value == "" else value
+
+
+age = _known(row["age"], None)
+st.markdown(f"{viz.decision_text(row['prob'], row['threshold'], row['outcome'])} · {_known(row['sex'], 'sex missing')}, "
+            f"{'age missing' if age is None else f'{age:g} y'} · {_known(row['view'], 'view missing')}")
 with st.expander("Every label's probability for this image"):
     st.dataframe(summaries.case_probabilities(cases, case_id).round(3), hide_index=True)
 

@@ -132,3 +132,18 @@ def test_the_trust_summary_shows_n_per_test_and_a_dash_where_a_criterion_has_no_
     assert int(summary.loc["gradcam", "utility n"]) >= 3
     assert not summary.isna().any().any() and "nan" not in summary.to_string().lower()
     assert any(c.value.startswith("n: the images each test rests on") for c in at.caption)
+
+
+def test_a_case_without_a_stored_threshold_says_so_instead_of_nan(tiny_full_store, tmp_path):
+    import shutil
+
+    path = tmp_path / "nothr.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # predictions imported without thresholds
+        cur.execute("DELETE FROM thresholds")
+        cur.execute("UPDATE images SET view = NULL")
+    at = _app(path, "pages/explorer.py")
+    assert not at.exception, at.exception
+    header = next(m.value for m in at.markdown if m.value.startswith("P "))
+    assert "no decision: no threshold stored for this label" in header and "view missing" in header
+    assert "nan" not in header.lower() and "None" not in header and "**" not in header
