@@ -17,8 +17,12 @@ from cxrxai.metrics import registry as metric_registry
 from cxrxai.provenance import with_header
 from cxrxai.store import Store
 
-__all__ = ["SELECTED", "chart", "download_csv", "download_png", "explainer_select", "metric_select", "missing",
-           "pick_model", "recalled", "remember", "selected_points", "session_owner"]
+__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "explainer_select", "metric_select",
+           "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
+
+#: What a dash in a table means when the page does not say more.
+MISSING_WHY = ("—: no value — no case of that kind, a quantity not defined there (e.g. one class only), or an "
+               "interval from fewer than 5 cases (never drawn).")
 
 #: Cross-page selections (plain session-state keys, not widget keys).
 SELECTED = {"model": "sel_model", "case": "sel_case", "case_label": "sel_case_label", "pairs": "sel_pairs"}
@@ -100,6 +104,15 @@ def download_png(render, name: str, *, key: str) -> None:
         return buf.tobytes()
 
     st.download_button("Download PNG", data, file_name=name, mime="image/png", key=key, on_click="ignore")
+
+
+def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):
+    """A table with ``digits`` decimals and a dash, never "None" or "nan", for a missing value, and
+    ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such)."""
+    event = st.dataframe(df.style.format(precision=digits, na_rep="—"), hide_index=True, **kwargs)
+    if df.isna().any().any():
+        st.caption(why)
+    return event
 
 
 def chart(fig, *, key: str, select: bool = False):

@@ -15,7 +15,7 @@ table = ui.try_report(store, "explainers", model_id, slice_=slice_)
 if table is not None and not table.empty:
     value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
-    st.dataframe(table.round(3), hide_index=True)
+    ui.table(table)
     ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench")
     st.caption("IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
                "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count.")
@@ -63,7 +63,7 @@ st.subheader("Occlusion patch / stride")
 sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
-    st.dataframe(sweep.round(3), hide_index=True)
+    ui.table(sweep)
     ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep")
 
 st.subheader("Localization per finding (95% bootstrap CI)")
@@ -72,11 +72,11 @@ metric = ui.metric_select(["iou", "hit"], key="loc_metric", container=c1, horizo
 method = ui.explainer_select(store, model_id, key="loc_method", container=c2)
 loc = ui.try_report(store, "localization", model_id, metric=metric, method=method)
 if loc is not None:
-    st.dataframe(loc.round(3), hide_index=True)
+    ui.table(loc)
     ui.download_csv(loc, f"{model_id}-{method}-{metric}.csv", key="dl_loc")
 
 st.subheader("Against a human benchmark")
 hb = ui.try_report(store, "human-benchmark", model_id, metric=metric, method=method)
 if hb is not None:
-    st.dataframe(hb.round(2), hide_index=True)
+    ui.table(hb, digits=2)
     ui.download_csv(hb, f"{model_id}-human-benchmark.csv", key="dl_hb")

@@ -96,7 +96,7 @@ age = _known(row["age"], None)
 st.markdown(f"{viz.decision_text(row['prob'], row['threshold'], row['outcome'])} · {_known(row['sex'], 'sex missing')}, "
             f"{'age missing' if age is None else f'{age:g} y'} · {_known(row['view'], 'view missing')}")
 with st.expander("Every label's probability for this image"):
-    st.dataframe(summaries.case_probabilities(cases, case_id).round(3), hide_index=True)
+    ui.table(summaries.case_probabilities(cases, case_id))
 
 # The URL before the panels: a live map's polling may end this run early, and the widgets' new
 # values are already in the session at the start of the run.

@@ -10,7 +10,7 @@ store, model_id = ui.page("Fidelity")
 summary = ui.try_report(store, "fidelity", model_id)
 if summary is None:
     st.stop()
-st.dataframe(summary.round(3), hide_index=True)
+ui.table(summary)
 ui.download_csv(summary, f"{model_id}-fidelity.csv", key="dl_fid")
 
 rows = store.table("fidelity", model_id=model_id)

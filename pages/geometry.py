@@ -15,7 +15,7 @@ norm = st.radio("Predictor normalization", ["minmax", "zscore"], horizontal=True
                 help="min–max as CheXlocalize's code; z-score as the paper's text")
 reg = ui.try_report(store, "geometry", model_id, method=method, normalize=norm)
 if reg is not None and not reg.empty:
-    st.dataframe(reg.round(4), hide_index=True)
+    ui.table(reg, digits=4)
     ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo")
     df = reports.geometry_cases(store, model_id, method=method)
     c1, c2 = st.columns(2)
@@ -36,7 +36,7 @@ metric = ui.metric_select(["iou_gated", "iou_full", "hit"], key="conf_metric", l
                           "Saporta Table 2: every precomputed image; negatives score 0 when segmented)", horizontal=True)
 conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
 if conf is not None and not conf.empty:
-    st.dataframe(conf.round(3), hide_index=True)
+    ui.table(conf)
     ui.download_csv(conf, f"{model_id}-confidence-regressions.csv", key="dl_conf")
     cases = reports.localization_cases(store, model_id, slice_="all", method=method)
     ui.chart(viz.regression_scatter(cases, "prob", metric, line=stats.ols_line(cases, metric, "prob")), key="conf_scatter")

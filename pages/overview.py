@@ -73,9 +73,9 @@ if perf.empty:
     st.info(f"No {split} predictions for {model_id} in the store.")
 else:
     ui.chart(viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% bootstrap CI)"), key="auroc_chart")
-    st.dataframe(perf.round(3), hide_index=True)
+    ui.table(perf)
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
 thresholds = store.thresholds(model_id)
 if not thresholds.empty:
     st.caption("Decision thresholds (probability ≥ threshold is positive), chosen on the validation split:")
-    st.dataframe(thresholds[["label", "threshold", "method", "criterion", "split"]].round(4), hide_index=True)
+    ui.table(thresholds[["label", "threshold", "method", "criterion", "split"]], digits=4)

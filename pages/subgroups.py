@@ -35,7 +35,7 @@ if rates is not None and not rates.empty:
         st.page_link("pages/explorer.py", label="Open these cases in the explorer", icon=":material/image_search:")
     cols = ["label", *by, "n", "n_pos", "n_neg", rate, f"{rate}_lower", f"{rate}_upper", f"{rate}_gap_overall",
             f"{rate}_gap_median", "auroc", "small"]
-    st.dataframe(rates[[c for c in cols if c in rates]].round(3), hide_index=True)
+    ui.table(rates[[c for c in cols if c in rates]])
     ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}.csv", key="dl_rates")
     st.caption("Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
                "10 positives (or negatives, for FPR) are flagged `small`, never dropped.")
@@ -43,7 +43,7 @@ if rates is not None and not rates.empty:
 st.subheader("No Finding: underdiagnosis (FPR) and overdiagnosis (FNR)")
 under = ui.try_report(store, "underdiagnosis", model_id, by=by)
 if under is not None:
-    st.dataframe(under, hide_index=True)
+    ui.table(under)
     ui.download_csv(under, f"{model_id}-underdiagnosis.csv", key="dl_under")
 
 st.subheader("Explanation quality by subgroup")
@@ -54,5 +54,5 @@ expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=by if len(
                      metric=metric)
 if expl is not None and not expl.empty:
     ui.chart(viz.group_metric_bars(expl, by if len(by) == 1 else ["sex"], metric=metric), key="expl_chart")
-    st.dataframe(expl.round(3), hide_index=True)
+    ui.table(expl)
     ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl")

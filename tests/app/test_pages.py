@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -147,3 +148,21 @@ def test_a_case_without_a_stored_threshold_says_so_instead_of_nan(tiny_full_stor
     header = next(m.value for m in at.markdown if m.value.startswith("P "))
     assert "no decision: no threshold stored for this label" in header and "view missing" in header
     assert "nan" not in header.lower() and "None" not in header and "**" not in header
+
+
+def test_tables_print_a_dash_and_say_why_never_none_or_nan(tiny_full_store, tmp_path):
+    import shutil
+
+    path = tmp_path / "nothr.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # no thresholds: no TPR or FPR to report
+        cur.execute("DELETE FROM thresholds")
+    at = _app(path, "pages/overview.py")
+    assert not at.exception, at.exception
+    perf = next(d for d in at.dataframe if "auroc" in d.value.columns)
+    assert perf.value["tpr"].isna().all()  # the numbers stay numbers underneath
+    shown = pa.ipc.open_stream(perf.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert (shown["tpr"] == "—").all() and shown["auroc"].str.fullmatch(r"\d\.\d{3}|—").all()
+    low = perf.value[["n_positive", "n_negative"]].min(axis=1) < 5  # no interval from fewer than 5 of a class
+    assert (shown.loc[low, "lower"] == "—").all() and low.any() and not shown.isin(["nan", "None"]).any().any()
+    assert any(c.value.startswith("—: no value") for c in at.caption)
