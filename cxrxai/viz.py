@@ -211,12 +211,16 @@ def perturbation_lines(row: pd.Series) -> go.Figure:
 
 
 def paired_lines(f: pd.DataFrame) -> go.Figure:
-    """AUDCdiff with black vs (normalised) mean-image fill, one line per case (thesis Fig. 6)."""
+    """AUDCdiff with black vs (normalised) mean-image fill, one line per case (thesis Fig. 6), a colour
+    per method with its n of cases in the legend (a case whose normalised value is undefined is left out)."""
     fig = go.Figure()
-    for r in f.itertuples():
-        fig.add_scatter(x=["black", "mean image"], y=[r.audc_diff_black, r.audc_diff_mean_normalized], mode="lines+markers",
-                        line=dict(color="grey"), showlegend=False,
-                        hovertemplate=f"{r.image_id} · {r.label}: " + "%{y:.3f}<extra></extra>")
+    for k, (method, g) in enumerate(f.groupby("method", sort=True)):
+        g = g[np.isfinite(g.audc_diff_black.astype(float)) & np.isfinite(g.audc_diff_mean_normalized.astype(float))]
+        for i, r in enumerate(g.itertuples()):
+            fig.add_scatter(x=["black", "mean image"], y=[r.audc_diff_black, r.audc_diff_mean_normalized],
+                            mode="lines+markers", line=dict(color=PALETTE[k % len(PALETTE)], width=1), opacity=0.6,
+                            name=f"{method} (n = {len(g)})", legendgroup=method, showlegend=i == 0,
+                            hovertemplate=f"{method} · {r.image_id} · {r.label}: " + "%{y:.3f}<extra></extra>")
     fig.add_hline(y=0, line_dash="dash")
     fig.update_layout(title="AUDCdiff by fill (> 0: the explanation beats a random order)", yaxis_title="AUDCdiff",
                       **_LAYOUT)

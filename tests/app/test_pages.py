@@ -166,3 +166,22 @@ def test_tables_print_a_dash_and_say_why_never_none_or_nan(tiny_full_store, tmp_
     low = perf.value[["n_positive", "n_negative"]].min(axis=1) < 5  # no interval from fewer than 5 of a class
     assert (shown.loc[low, "lower"] == "—").all() and low.any() and not shown.isin(["nan", "None"]).any().any()
     assert any(c.value.startswith("—: no value") for c in at.caption)
+
+
+def test_fidelity_summary_counts_the_cases_with_a_value_per_measure_and_the_chart_names_n(tiny_full_store, tmp_path):
+    import json
+    import shutil
+
+    path = tmp_path / "half.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # one case whose map never varied: no faithfulness
+        cur.execute("UPDATE fidelity SET faithfulness = NULL WHERE image_id = (SELECT min(image_id) FROM fidelity)")
+        total, finite = cur.execute("SELECT count(*), count(*) FILTER (WHERE NOT isnan(faithfulness)) "
+                                    "FROM fidelity").fetchone()
+    at = _app(path, "pages/fidelity.py")
+    assert not at.exception, at.exception
+    summary = at.dataframe[0].value.set_index("measure")
+    assert summary.loc["faithfulness", "n"] == finite < total and summary.loc["audc_black", "n"] == total
+    assert summary[["lower", "upper"]].isna().all().all()  # the tiny store has 2 cases: no interval
+    chart = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert {t["name"] for t in chart["data"] if t.get("showlegend")} == {f"gradcam (n = {total})"}
