@@ -22,7 +22,7 @@ from captum.attr import LayerGradCam, Occlusion
 from .data.phantom import PhantomConfig, render, sample_cohort
 from .explain import explain
 from .explain._common import baseline_tensor
-from .explain.cam import densenet_cams
+from .explain.cam import linear_head_cams
 from .explain.occlusion import grid_shape, occlusion_grid, pick_engine
 from .models.registry import LoadedModel
 from .models.spec import preprocess
@@ -149,7 +149,7 @@ def bench_explainers(model: LoadedModel, *, size: int = 256, repeat: int = 2) ->
     for name, fn in [
         ("gradcam (ours)", lambda: explain(model, x, target, "gradcam")),
         ("gradcam (captum LayerGradCam)", lambda: LayerGradCam(model.module, layer).attribute(x, target=target)),
-        ("gradcam + gradcam++, all labels (closed form)", lambda: densenet_cams(model.module, x)),
+        ("gradcam + gradcam++, all labels (closed form)", lambda: linear_head_cams(model.module, x)),
         ("gradcam++", lambda: explain(model, x, target, "gradcam++")),
         ("ig (50 steps)", lambda: explain(model, x, target, "ig", steps=50)),
         ("gradientshap (5 samples)", lambda: explain(model, x, target, "gradientshap")),

@@ -28,7 +28,7 @@ import torchvision
 from ..errors import ExplainerError
 from ._common import score_fn
 
-__all__ = ["activations_and_gradients", "densenet_cams", "gradcam", "gradcam_pp", "is_densenet_head"]
+__all__ = ["activations_and_gradients", "closed_form_layer", "gradcam", "gradcam_pp", "linear_head_cams"]
 
 
 @contextmanager
@@ -64,33 +64,48 @@ def activations_and_gradients(module: torch.nn.Module, layer: torch.nn.Module, i
     return act.detach(), grads.detach()
 
 
-def is_densenet_head(module: torch.nn.Module) -> bool:
-    """A torchvision DenseNet: ``features`` ending in ``norm5``, then ReLU, global mean, ``classifier``."""
-    return isinstance(module, torchvision.models.DenseNet) and isinstance(module.classifier, torch.nn.Linear)
+def closed_form_layer(module: torch.nn.Module) -> str | None:
+    """The CAM layer behind which a torchvision model's head is a global mean and a linear layer, so
+    its CAMs have a closed form: ``features.norm5`` of a DenseNet, ``layer4`` of a ResNet; else None."""
+    if isinstance(module, torchvision.models.DenseNet) and isinstance(module.classifier, torch.nn.Linear):
+        return "features.norm5"
+    if isinstance(module, torchvision.models.ResNet) and isinstance(module.fc, torch.nn.Linear):
+        return "layer4"
+    return None
 
 
-def densenet_cams(module: torch.nn.Module, images: torch.Tensor, *, output: str = "logit"
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Grad-CAM and Grad-CAM++ at ``features.norm5`` for *every* label from one forward pass.
-
-    For torchvision's DenseNet the score is ``S_c = Σ_k W_ck · mean_ij ReLU(A_kij) + b_c``, so
-    ``∂S_c/∂A_kij = W_ck / (h w) · 1[A_kij > 0]`` in closed form — no backward pass. With
-    ``output="probability"`` the gradient is multiplied by ``p (1 − p)``. Returns
-    ``(logits (N, L), gradcam (N, L, h, w), gradcam++ (N, L, h, w))``, equal to
-    :func:`gradcam` / :func:`gradcam_pp` up to floating-point summation order (tested).
-    """
-    if not is_densenet_head(module):
-        raise ExplainerError("the closed form needs a torchvision DenseNet with a linear classifier")
-    with torch.inference_mode():
+def _head(module: torch.nn.Module, images: torch.Tensor):
+    """(A at the CAM layer, the mean's input, where ∂ReLU ≠ 0, the linear layer) of a closed-form head."""
+    if closed_form_layer(module) == "features.norm5":
         act = module.features(images).float()  # pre-ReLU norm5 output
-        logits = module.classifier(torch.relu(act).mean(dim=(2, 3)))
+        return act, torch.relu(act), (act > 0).float(), module.classifier
+    m = module  # ResNet: layer4's output has passed its last ReLU; only the mean and fc follow
+    act = m.layer4(m.layer3(m.layer2(m.layer1(m.maxpool(m.relu(m.bn1(m.conv1(images)))))))).float()
+    return act, act, torch.ones_like(act), m.fc
+
+
+def linear_head_cams(module: torch.nn.Module, images: torch.Tensor, *, output: str = "logit"
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Grad-CAM and Grad-CAM++ at :func:`closed_form_layer` for *every* label from one forward pass.
+
+    A DenseNet's score is ``S_c = Σ_k W_ck · mean_ij ReLU(A_kij) + b_c``, so ``∂S_c/∂A_kij = W_ck /
+    (h w) · 1[A_kij > 0]`` in closed form — no backward pass; a ResNet's is ``Σ_k W_ck · mean_ij A_kij
+    + b_c`` (layer4 ends in its ReLU), so the indicator is 1. With ``output="probability"`` the
+    gradient is multiplied by ``p (1 − p)``. Returns ``(logits (N, L), gradcam (N, L, h, w),
+    gradcam++ (N, L, h, w))``, equal to :func:`gradcam` / :func:`gradcam_pp` up to floating-point
+    summation order (tested for both architectures).
+    """
+    if closed_form_layer(module) is None:
+        raise ExplainerError("the closed form needs a torchvision DenseNet or ResNet with a linear classifier")
+    with torch.inference_mode():
+        act, pooled, positive, linear = _head(module, images)
+        logits = linear(pooled.mean(dim=(2, 3)))
         n, k, h, w = act.shape
-        weight = module.classifier.weight.float() / (h * w)  # (L, K)
+        weight = linear.weight.float() / (h * w)  # (L, K)
         g = weight[None].expand(n, -1, -1)  # (N, L, K) gradient where A > 0
         if output == "probability":
             p = torch.sigmoid(logits)
             g = g * (p * (1 - p))[..., None]
-        positive = (act > 0).float()
         frac = positive.mean(dim=(2, 3))  # (N, K)
         gradcam_map = torch.einsum("nlk,nk,nkij->nlij", g, frac, act)
         n_pos = positive.sum(dim=(2, 3))[:, None, :]  # (N, 1, K)

@@ -11,7 +11,7 @@ import torch
 
 from ..models.spec import OUTPUTS
 from ._common import BASELINES, CHANNEL_REDUCTIONS, baseline_tensor, layer_of, reduce_channels
-from .cam import densenet_cams, gradcam, gradcam_pp, is_densenet_head
+from .cam import closed_form_layer, gradcam, gradcam_pp, linear_head_cams
 from .gradients import (
     NT_TYPES,
     gradientshap,
@@ -52,19 +52,20 @@ _LAST_CLOSED_FORM: dict = {}  # Grad-CAM and Grad-CAM++ of one batch come from t
 
 
 def _closed_form(module, x: torch.Tensor):
-    """:func:`densenet_cams` of ``x``, computed once for the two CAMs (the batch is held, so its id cannot be reused)."""
+    """:func:`linear_head_cams` of ``x``, computed once for the two CAMs (the batch is held, so its id cannot be reused)."""
     last = _LAST_CLOSED_FORM
     if last.get("module") is not module or last.get("x") is not x or last.get("version") != x._version:
         last.clear()
-        last.update(module=module, x=x, version=x._version, value=densenet_cams(module, x))
+        last.update(module=module, x=x, version=x._version, value=linear_head_cams(module, x))
     return last["value"]
 
 
 def _cam_all_labels(which: int):
-    """Every label's CAM from one forward and backward on a DenseNet head (closed form), else ``None``."""
+    """Every label's CAM from one forward pass on a DenseNet or ResNet head (closed form), else ``None``."""
 
     def all_labels(model, x, params):
-        if not is_densenet_head(model.module) or (params.get("layer") or model.spec.cam_layer) != "features.norm5" \
+        layer = closed_form_layer(model.module)
+        if layer is None or (params.get("layer") or model.spec.cam_layer) != layer \
                 or params.get("relu") or params.get("output", "logit") != "logit":
             return None
         return _closed_form(model.module, x)[which]

@@ -192,16 +192,26 @@ def test_incremental_densenet_occlusion_equals_captum(densenet, size, patch, str
     assert np.abs(grid.to_map() - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
-def test_densenet_cams_closed_form_equals_autograd(densenet):
-    from cxrxai.explain.cam import densenet_cams, gradcam, gradcam_pp
+@pytest.mark.parametrize("arch", ["densenet121", "resnet18"])
+def test_cams_closed_form_equals_autograd(densenet, arch):
+    import torchvision
 
+    from cxrxai.explain.cam import closed_form_layer, gradcam, gradcam_pp, linear_head_cams
+
+    if arch == "resnet18":
+        torch.manual_seed(0)
+        net = _jitter_batchnorm(torchvision.models.resnet18(num_classes=3).eval(), seed=0, affine=True)
+    else:
+        net = densenet
+    layer = net.get_submodule(closed_form_layer(net))
     x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(4))
     for output in ("logit", "probability"):
-        logits, gc, gpp = densenet_cams(densenet, x, output=output)
+        logits, gc, gpp = linear_head_cams(net, x, output=output)
+        assert torch.allclose(logits, net(x), atol=1e-5)
         for label in range(3):
             t = torch.tensor([label, label])
-            ref_gc = gradcam(densenet, densenet.features.norm5, x, t, output=output)
-            ref_pp = gradcam_pp(densenet, densenet.features.norm5, x, t, output=output)
+            ref_gc = gradcam(net, layer, x, t, output=output)
+            ref_pp = gradcam_pp(net, layer, x, t, output=output)
             assert torch.allclose(gc[:, label], ref_gc, atol=1e-6 * ref_gc.abs().max().item() + 1e-9)
             assert torch.allclose(gpp[:, label], ref_pp, atol=1e-5 * ref_pp.abs().max().item() + 1e-9)
 
