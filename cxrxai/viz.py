@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .stats import MIN_CI_N
+
 __all__ = [
     "auroc_bars",
     "cohort_bars",
@@ -142,10 +144,13 @@ def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
         if f"{metric}_upper" in sweep:
             err = dict(type="data", symmetric=False, array=sweep[f"{metric}_upper"] - sweep[metric],
                        arrayminus=sweep[metric] - sweep[f"{metric}_lower"])
+        n = sweep["cases_scored"] if "cases_scored" in sweep else sweep["maps"]
         fig.add_scatter(x=x, y=sweep[metric], name=metric.upper().replace("ROC_", ""), mode="lines+markers",
-                        error_y=err, line_color=PALETTE[k])
+                        error_y=err, line_color=PALETTE[k], customdata=n,
+                        hovertemplate="%{x}: %{y:.3f} (n = %{customdata} cases)<extra></extra>")
     fig.add_bar(x=x, y=sweep["seconds_mean"], name="seconds per map", yaxis="y2", opacity=0.3, marker_color="grey")
-    fig.update_layout(title="Occlusion patch / stride", xaxis_title="patch / stride (px)",
+    fig.update_layout(title="Occlusion patch / stride (95 % CI over cases; none from fewer than 5)",
+                      xaxis_title="patch / stride (px)",
                       yaxis=dict(title="metric", range=[0, 1]), yaxis2=dict(title="seconds", overlaying="y", side="right"),
                       **_LAYOUT)
     return fig
@@ -155,15 +160,18 @@ def regression_scatter(df: pd.DataFrame, x: str, y: str, *, line: tuple[float, f
     """Scatter of a per-case metric against a predictor, one colour per finding, with the fitted
     line ``(intercept, slope)``; ``customdata`` = [image_id, label] for lasso/box selection."""
     fig = go.Figure()
-    for k, (label, g) in enumerate(df.groupby("label", sort=True)):
-        fig.add_scatter(x=g[x], y=g[y], mode="markers", name=str(label), marker=dict(size=6, opacity=0.7,
+    usable = np.isfinite(df[x].astype(float)) & np.isfinite(df[y].astype(float))
+    for k, (label, g) in enumerate(df[usable].groupby("label", sort=True)):
+        fig.add_scatter(x=g[x], y=g[y], mode="markers", name=f"{label} (n = {len(g)})", marker=dict(size=6, opacity=0.7,
                         color=PALETTE[k % len(PALETTE)]), customdata=np.column_stack([g["image_id"], g["label"]]),
                         hovertemplate="%{customdata[0]} · %{customdata[1]}<br>" + f"{x} " + "%{x:.3f}, " + f"{y} "
                                       + "%{y:.3f}<extra></extra>")
     if line is not None and all(np.isfinite(line)) and len(df):
         xs = np.array([df[x].min(), df[x].max()], float)
         fig.add_scatter(x=xs, y=line[0] + line[1] * xs, mode="lines", name="OLS fit", line=dict(color="black", dash="dash"))
-    fig.update_layout(title=f"{y} vs {x}", xaxis_title=x, yaxis_title=y, dragmode="lasso", **_LAYOUT)
+    left_out = f", {int((~usable).sum())} without a value" if (~usable).any() else ""
+    fig.update_layout(title=f"{y} vs {x} (n = {int(usable.sum())}{left_out})", xaxis_title=x, yaxis_title=y,
+                      dragmode="lasso", **_LAYOUT)
     return fig
 
 
@@ -173,12 +181,14 @@ def randomization_lines(curves: pd.DataFrame, thresholds: pd.Series) -> go.Figur
     fig = go.Figure()
     for k, (method, g) in enumerate(curves.groupby("method", sort=True)):
         color = PALETTE[k % len(PALETTE)]
+        sd = g["std"].where(g["count"] >= MIN_CI_N)  # no spread drawn from fewer than 5 images
         fig.add_scatter(x=g["step"], y=g["mean"], name=method, mode="lines+markers", line_color=color,
-                        error_y=dict(type="data", array=g["std"].fillna(0), visible=True))
+                        error_y=dict(type="data", array=sd, visible=True), customdata=g["count"],
+                        hovertemplate="%{x}: %{y:.3f} ± SD (n = %{customdata} images)<extra></extra>")
         if method in thresholds:
             fig.add_scatter(x=[g["step"].iloc[0], g["step"].iloc[-1]], y=[thresholds[method]] * 2, mode="lines",
                             line=dict(color=color, dash="dash"), name=f"{method} threshold", showlegend=False)
-    fig.update_layout(title="Cascading randomization (top layer first)", xaxis_title="randomized down to",
+    fig.update_layout(title="Cascading randomization (top layer first; mean ± 1 SD)", xaxis_title="randomized down to",
                       yaxis=dict(title="SSIM to the trained model's map", range=[0, 1.05]), **_LAYOUT)
     return fig
 
@@ -187,7 +197,10 @@ def similarity_boxes(t: pd.DataFrame) -> go.Figure:
     """SSIM distributions for repeatability and reproducibility per method, with the 0.5 line."""
     fig = go.Figure()
     for k, (kind, g) in enumerate(t.groupby("kind", sort=True)):
-        fig.add_box(x=g["method"], y=g["ssim"], name=kind, marker_color=PALETTE[k], boxmean=True)
+        n = g.groupby("method")["ssim"].transform("count")
+        fig.add_box(x=g["method"], y=g["ssim"], name=f"{kind} (n = {int(n.max())} a method)" if n.nunique() == 1
+                    else kind, marker_color=PALETTE[k], boxmean=True, customdata=n,
+                    hovertemplate="%{x}: %{y:.3f} (n = %{customdata})<extra></extra>")
     fig.add_hline(y=0.5, line_dash="dash", line_color="grey")
     fig.update_layout(title="Repeatability (same architecture) and reproducibility (another architecture)",
                       boxmode="group", yaxis=dict(title="SSIM", range=[0, 1.05]), **_LAYOUT)

@@ -1,0 +1,36 @@
+"""Every chart says n: the scatter per finding and in its title, the randomization curve in its
+hover (and no spread from fewer than 5 images), the similarity boxes and the sweep's points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cxrxai import viz
+
+
+def test_the_scatter_names_n_per_finding_and_how_many_had_no_value():
+    df = pd.DataFrame({"image_id": list("abcd"), "label": ["Mass", "Mass", "Nodule", "Nodule"],
+                       "size": [1.0, 2.0, 3.0, 4.0], "iou": [0.1, 0.2, np.nan, 0.4]})
+    fig = viz.regression_scatter(df, "size", "iou", line=(0.0, 0.1))
+    assert [t.name for t in fig.data[:2]] == ["Mass (n = 2)", "Nodule (n = 1)"]
+    assert fig.layout.title.text == "iou vs size (n = 3, 1 without a value)"
+
+
+def test_randomization_spread_needs_five_images_and_the_hover_says_n():
+    curves = pd.DataFrame({"method": "gradcam", "step_index": [0, 1], "step": ["original", "classifier"],
+                           "mean": [1.0, 0.6], "std": [0.0, 0.2], "count": [3, 6]})
+    fig = viz.randomization_lines(curves, pd.Series({"gradcam": 0.4}))
+    sd = list(fig.data[0].error_y.array)
+    assert np.isnan(sd[0]) and sd[1] == 0.2 and list(fig.data[0].customdata) == [3, 6]
+    assert "n = %{customdata} images" in fig.data[0].hovertemplate and "± 1 SD" in fig.layout.title.text
+
+
+def test_similarity_boxes_and_sweep_points_carry_n():
+    t = pd.DataFrame({"kind": "reproducibility", "method": ["gradcam"] * 4 + ["saliency"] * 4, "ssim": np.linspace(0, 1, 8)})
+    box = viz.similarity_boxes(t).data[0]
+    assert box.name == "reproducibility (n = 4 a method)" and list(box.customdata) == [4] * 8
+    sweep = pd.DataFrame({"patch": [32, 16], "stride": [16, 8], "maps": [20, 20], "cases_scored": [20, 19],
+                          "seconds_mean": [7.2, 30.2], "iou": [0.11, 0.16]})
+    line = viz.sweep_lines(sweep).data[0]
+    assert list(line.customdata) == [20, 19] and "(n = %{customdata} cases)" in line.hovertemplate
