@@ -101,9 +101,11 @@ def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -
     for k, (name, g) in enumerate(df.groupby(names, sort=True)):
         fig.add_bar(name=name, x=g["label"], y=g["mean"],
                     error_y=dict(type="data", symmetric=False, array=g["upper"] - g["mean"], arrayminus=g["mean"] - g["lower"]),
-                    marker_color=PALETTE[k % len(PALETTE)], text=g["n"].map(lambda n: f"n={n}"), textposition="outside",
+                    marker=dict(color=PALETTE[k % len(PALETTE)], pattern_shape=np.where(g["n"] < SMALL_N, "/", "")),
+                    text=g["n"].map(lambda n: f"n={n}"), textposition="outside",
                     customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by)]))
-    fig.update_layout(title=f"Explanation {metric} by {' × '.join(by)} (true positives, 95% CI)", barmode="group",
+    fig.update_layout(title=f"Explanation {metric} by {' × '.join(by)} (true positives, 95% CI from 5 cases; hatched: "
+                            f"fewer than {SMALL_N})", barmode="group",
                       yaxis_title=metric, clickmode="event+select", **_LAYOUT)
     return fig
 

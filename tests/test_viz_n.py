@@ -34,3 +34,11 @@ def test_similarity_boxes_and_sweep_points_carry_n():
                           "seconds_mean": [7.2, 30.2], "iou": [0.11, 0.16]})
     line = viz.sweep_lines(sweep).data[0]
     assert list(line.customdata) == [20, 19] and "(n = %{customdata} cases)" in line.hovertemplate
+
+
+def test_explanation_bars_hatch_small_groups_and_print_n():
+    df = pd.DataFrame({"label": "Mass", "sex": ["F", "M"], "n": [4, 12], "mean": [0.5, 0.6], "lower": [np.nan, 0.5],
+                       "upper": [np.nan, 0.7]})
+    fig = viz.group_metric_bars(df, ["sex"])
+    assert [list(t.marker.pattern.shape) for t in fig.data] == [["/"], [""]]
+    assert [list(t.text) for t in fig.data] == [["n=4"], ["n=12"]] and "hatched: fewer than 10" in fig.layout.title.text
