@@ -348,7 +348,8 @@ def shortcut_display(summary: pd.DataFrame) -> pd.DataFrame:
         "shortcut − control (95 % CI)": _ci_text(r.difference, r.lower, r.upper, r.pairs), "n pairs": r.pairs,
         "marker share, shortcut model": _share(r.shortcut_share), "marker share, control": _share(r.control_share),
         "chance (zone area)": f"{r.chance:.1%}",
-        "peak on marker, shortcut / control": f"{r.shortcut_peak:.0%} / {r.control_peak:.0%}",
+        "peak on marker, shortcut / control": " / ".join("no map" if v != v else f"{v:.0%}"
+                                                          for v in (r.shortcut_peak, r.control_peak)),
         "lesion share (positives), shortcut / control": f"{_share(r.shortcut_lesion_share)} / "
                                                         f"{_share(r.control_lesion_share)}",
     } for r in summary.itertuples(index=False)])

@@ -42,3 +42,12 @@ def test_explanation_bars_hatch_small_groups_and_print_n():
     fig = viz.group_metric_bars(df, ["sex"])
     assert [list(t.marker.pattern.shape) for t in fig.data] == [["/"], [""]]
     assert [list(t.text) for t in fig.data] == [["n=4"], ["n=12"]] and "hatched: fewer than 10" in fig.layout.title.text
+
+
+def test_the_shortcut_table_names_a_missing_peak_instead_of_nan_percent():
+    row = dict(method="gradcam", verdict="shows the shortcut", difference=0.04, lower=0.03, upper=0.05, pairs=30,
+               shortcut_share=0.07, control_share=float("nan"), chance=0.0128, shortcut_peak=0.0,
+               control_peak=float("nan"), shortcut_lesion_share=0.2, control_lesion_share=0.3)
+    shown = viz.shortcut_display(pd.DataFrame([row])).iloc[0]
+    assert shown["peak on marker, shortcut / control"] == "0% / no map"
+    assert shown["marker share, control"] == "no map with positive mass" and "nan" not in shown.to_string().lower()
