@@ -301,9 +301,13 @@ def decision_text(prob: float, threshold: float, outcome) -> str:
 
     >>> decision_text(0.83, 0.45, "TP"), decision_text(0.83, float("nan"), None)
     ('P 0.830 (threshold 0.450) · TP', 'P 0.830 · no decision: no threshold stored for this label')
+    >>> decision_text(0.83, 0.45, "")
+    'P 0.830 (threshold 0.450) · no outcome: ground truth unknown'
     """
-    if threshold is None or threshold != threshold or not outcome or outcome != outcome:
+    if threshold is None or threshold != threshold:
         return f"P {value_text(prob, 'missing')} · no decision: no threshold stored for this label"
+    if not outcome or outcome != outcome:
+        return f"P {prob:.3f} (threshold {threshold:.3f}) · no outcome: ground truth unknown"
     return f"P {prob:.3f} (threshold {threshold:.3f}) · {outcome}"
 
 
@@ -316,6 +320,8 @@ def verdict_table(table: pd.DataFrame) -> pd.DataFrame:
     >>> verdict_table(t).to_dict("records")[1]
     {'method': 'b', 'utility': '—', 'utility mean': '—', 'utility p': '—', 'utility n': '—'}
     """
+    if table.empty or "method" not in table:
+        return table
     out = pd.DataFrame({"method": table["method"]})
     for crit in ("utility", "randomization", "repeatability", "reproducibility"):
         if crit not in table:

@@ -104,7 +104,7 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
         s["outcome"] = outcome(store, s["model"], s["case"], label)
         short = s["outcome"].split(" (")[0]
         title = f"{get(s['method']).title} · {s['model']}<br>{s['case']} · {short}"
-        if not short.startswith("no "):
+        if "(threshold" in s["outcome"]:  # the outcome after the probability; a missing one is said once
             title += f" · {s['outcome'].rsplit(' · ', 1)[-1]}"
         panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title, **truth})
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))

@@ -51,3 +51,8 @@ def test_the_shortcut_table_names_a_missing_peak_instead_of_nan_percent():
     shown = viz.shortcut_display(pd.DataFrame([row])).iloc[0]
     assert shown["peak on marker, shortcut / control"] == "0% / no map"
     assert shown["marker share, control"] == "no map with positive mass" and "nan" not in shown.to_string().lower()
+
+
+def test_an_empty_trust_summary_stays_empty_and_an_unknown_truth_is_named():
+    assert viz.verdict_table(pd.DataFrame()).empty
+    assert viz.decision_text(0.5, 0.4, None).endswith("no outcome: ground truth unknown")
