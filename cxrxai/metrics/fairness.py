@@ -210,7 +210,8 @@ def _floor_intervals(rows: pd.DataFrame) -> pd.DataFrame:
     denominator is smaller, the AUROC's where either class is."""
     if rows.empty:
         return rows
-    dens = {"tpr": rows["n_pos"], "fnr": rows["n_pos"], "fpr": rows["n_neg"], "ppv": rows["tp"] + rows["fp"]}
+    counts = rows.assign(n_pred=rows["tp"] + rows["fp"])
+    dens = {name: counts[n] for name, (_, n) in _PARTS.items()}  # each rate's own denominator
     if "auroc_lower" in rows:
         dens["auroc"] = np.minimum(rows["n_pos"], rows["n_neg"])
     for name, den in dens.items():
