@@ -321,12 +321,12 @@ def similarity_scores(store: Store, model_id: str, *, data_range: float = 1.0) -
 
 
 def fidelity_summary(store: Store, model_id: str, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Thesis §2.4 per measure (faithfulness, AUDC/AUIC, AUDCdiff by fill) and method: n, mean, 95 % CI."""
+    """Thesis §2.4 per measure (faithfulness, AUDC/AUIC, AUDCdiff by fill) and setting: n, mean, 95 % CI."""
     f = _need(store.table("fidelity", model_id=model_id), store, "fidelity curves", "fidelity", model_id)
     cols = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean", "audc_diff_mean",
             "audc_diff_mean_normalized"]
-    out = pd.concat([stats.bootstrap_table(g[cols].reset_index(drop=True), n_boot=n_boot, seed=seed).assign(method=m)
-                     for m, g in f.groupby("method", sort=True)]).drop(columns="mean")
+    out = pd.concat([stats.bootstrap_table(g[cols].reset_index(drop=True), n_boot=n_boot, seed=seed).assign(
+        method=_method_name(*key)) for key, g in f.groupby(["method", "params_key"], sort=True)]).drop(columns="mean")
     out = out.rename(columns={"name": "measure", "estimate": "mean"}).sort_values(["measure", "method"], key=lambda c: (
         c.map(cols.index) if c.name == "measure" else c))[["measure", "method", "n", "mean", "lower", "upper"]]
     return out.reset_index(drop=True)  # n: cases with a value; bootstrap over cases, no interval from < 5

@@ -155,3 +155,22 @@ def test_extra_models_get_predictions_and_thresholds_on_validation_and_test(tmp_
         splits = set(s.prediction_table("tiny-second").split)
         assert splits == {"val", "test"}
         assert not s.thresholds("tiny-second").empty
+
+
+def test_fidelity_summary_keeps_each_occlusion_setting_apart(tiny_full_store, tmp_path):
+    import shutil
+
+    from cxrxai.store import write_store
+
+    path = tmp_path / "settings.duckdb"
+    shutil.copy(tiny_full_store, path)
+    keys = {f"{p}/{s}": json.dumps({"patch": p, "stride": s}) for p, s in [(32, 16), (16, 16)]}
+    with write_store(path) as w, w._cursor() as cur:  # a store whose fidelity scored two occlusion settings
+        n = cur.execute("SELECT count(*) FROM fidelity").fetchone()[0]
+        for key in keys.values():
+            cur.execute("INSERT INTO fidelity SELECT * REPLACE ('occlusion' AS method, ? AS params_key) FROM fidelity "
+                        "WHERE method = 'gradcam'", [key])
+    with open_store(path) as s:
+        summary = run_report(s, "fidelity", "tiny-densenet121").set_index(["measure", "method"])
+    n_black = summary.xs("audc_black", level="measure")["n"]
+    assert n_black.to_dict() == {"gradcam": n, "occlusion 16/16": n, "occlusion 32/16": n}  # not 2 n as one

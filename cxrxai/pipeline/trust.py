@@ -22,7 +22,8 @@ from ..metrics import fidelity, trust
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
 from ..postprocess import positive, upsample
-from .maps import available, positive_pairs
+from ..store import params_key
+from .maps import available, positive_pairs, resolved_params
 
 __all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_cases", "fidelity_stage", "trust_map", "trust_stage"]
 
@@ -123,22 +124,30 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     return {"images": len(cases), "steps": len(steps), "other_models": [o.spec.name for o in others]}
 
 
-def _main_setting(index: pd.DataFrame) -> pd.DataFrame:
-    """Each method's most stored setting: fidelity scores the maps of the analyses (occlusion 32/16),
-    not the sweep's other patch/stride settings on its few cases."""
+def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:
+    """Each method's setting of the analyses: its stored defaults (occlusion 32/16) where it has maps of them,
+    else its most stored setting; never the sweep's other patch/stride settings, which a full build stores
+    on as many cases as 32/16."""
     counts = index.groupby(["method", "params_key"]).size().reset_index(name="n")
-    main = counts.sort_values(["method", "n", "params_key"], ascending=[True, False, True]).groupby("method").head(1)
-    return index.merge(main[["method", "params_key"]], on=["method", "params_key"])
+    default = {m: params_key(resolved_params(m, {}, model)) for m in counts.method.unique()}
+    counts["default"] = counts.params_key == counts.method.map(default)
+    main = counts.sort_values(["method", "default", "n", "params_key"], ascending=[True, False, False, True])
+    return index.merge(main.groupby("method").head(1)[["method", "params_key"]], on=["method", "params_key"])
 
 
-def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan) -> pd.DataFrame:
+def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.DataFrame | None = None) -> pd.DataFrame:
     """``plan.cases`` positive (image, finding) pairs, one per image, drawn with ``plan.seed`` among the
     pairs with a stored map of the most plan methods: where every method has a map of ``plan.cases``
-    images, every method is scored on the same cases (a paired comparison); columns image_id, label."""
+    images, every method is scored on the same cases (a paired comparison). Among pairs with as many
+    methods, those already ``scored`` (image_id, label) come first, so a build resumed after more maps
+    were stored (a ``--full`` build on a demo store) keeps its cases.
+    Columns image_id, label."""
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, _split(ctx), ctx.model.spec.labels))
     methods = index.groupby(["image_id", "label"]).method.nunique().rename("methods").reset_index()
     pairs = pairs.merge(methods, on=["image_id", "label"]).sample(frac=1.0, random_state=plan.seed)
-    pairs = pairs.sort_values("methods", ascending=False, kind="stable").groupby("image_id", sort=False).head(1)
+    done = set() if scored is None else set(zip(scored.image_id, scored.label))
+    pairs["scored"] = [(i, lab) in done for i, lab in zip(pairs.image_id, pairs.label)]
+    pairs = pairs.sort_values(["methods", "scored"], ascending=False, kind="stable").groupby("image_id", sort=False).head(1)
     return pairs.head(plan.cases).sort_values(["image_id", "label"])[["image_id", "label"]].reset_index(drop=True)
 
 
@@ -190,11 +199,12 @@ def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
     method's main setting on :func:`fidelity_cases`; each case is written as soon as it is scored (an
     interrupted build resumes after the last published case)."""
     mid = ctx.model.spec.name
-    done = ctx.writer.table("fidelity", model_id=mid)
-    have = set(zip(done.image_id, done.label, done.method)) if not done.empty else set()
     index = ctx.writer.map_index(model_id=mid)
-    index = _main_setting(index[index.method.isin(plan.methods)])
-    chosen = index.merge(fidelity_cases(ctx, index, plan), on=["image_id", "label"])
+    index = _main_setting(index[index.method.isin(plan.methods)], ctx.model)
+    done = ctx.writer.table("fidelity", model_id=mid)
+    done = done.merge(index[["method", "params_key"]].drop_duplicates(), on=["method", "params_key"]) if len(done) else None
+    chosen = index.merge(fidelity_cases(ctx, index, plan, done), on=["image_id", "label"])
+    have = set() if done is None else set(zip(done.image_id, done.label, done.method))
     chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
     if chosen.empty:
         return {"computed": 0}

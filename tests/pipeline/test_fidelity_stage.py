@@ -68,3 +68,40 @@ def test_fidelity_pairs_the_methods_and_resumes_after_the_last_scored_case(tiny_
     assert occ_index.params_key.nunique() > 1  # the sweep's settings were there to pick from
     assert occ.faithfulness.dropna().between(-1, 1).all() and occ.faithfulness.notna().sum() > n // 2
     assert (occ.deletion_black.map(len) == occ.insertion_mean.map(len)).all()
+
+
+def test_main_setting_is_the_stored_default_even_when_the_sweep_has_as_many_maps(tiny_model_path):
+    import pandas as pd
+
+    from cxrxai.pipeline.maps import resolved_params
+    from cxrxai.pipeline.trust import _main_setting
+    from cxrxai.store import params_key
+
+    model = load(tiny_model_path, device="cpu")
+    keys = {(p, s): params_key(resolved_params("occlusion", {"patch": p, "stride": s}, model))
+            for p, s in [(32, 16), (16, 16), (8, 8)]}
+    rows = [("a", "Mass", "occlusion", k) for k in keys.values()]  # a full build: every setting on every case
+    rows += [("a", "Mass", "gradcam", "{}"), ("b", "Mass", "gradcam", "{}"), ("b", "Mass", "gradcam", '{"x":1}')]
+    index = pd.DataFrame(rows, columns=["image_id", "label", "method", "params_key"])
+    main = _main_setting(index, model)
+    assert set(main[main.method == "occlusion"].params_key) == {keys[32, 16]}  # not the tie's smallest key, 16/16
+    assert set(main[main.method == "gradcam"].params_key) == {"{}"}  # no default stored here: the most stored
+
+
+def test_fidelity_cases_keep_the_scored_cases_when_more_maps_arrive(tiny_full_store, tiny_model_path, tiny_config):
+    from cxrxai.pipeline.trust import fidelity_cases
+
+    data = load_demo(tiny_config, tiny_model_path.parent.parent / "phantoms")
+    loader = RowLoader(data.images, [s.image_id for s in data.specs])
+    plan = FidelityPlan(cases=3, methods=("gradcam", "occlusion"), seed=1)
+    with write_store(tiny_full_store) as w:  # read only; nothing is written
+        ctx = BuildContext(w, "demo", load(tiny_model_path, device="cpu"), load_images=loader)
+        index = w.map_index(model_id=MODEL)
+        index = index[index.method.isin(plan.methods)]
+        occluded = sorted(set(index[index.method == "occlusion"].image_id))
+        partial = index[(index.method == "gradcam") | index.image_id.isin(occluded[::2])]  # occlusion on half so far
+        before = fidelity_cases(ctx, partial, plan)
+        after = fidelity_cases(ctx, index, plan)
+        kept = fidelity_cases(ctx, index, plan, scored=before)
+    assert len(before) == 3 and not before.equals(after)  # more maps would have moved the draw ...
+    assert kept.equals(before)  # ... the cases already scored stay
