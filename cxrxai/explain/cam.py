@@ -66,12 +66,23 @@ def activations_and_gradients(module: torch.nn.Module, layer: torch.nn.Module, i
 
 def closed_form_layer(module: torch.nn.Module) -> str | None:
     """The CAM layer behind which a torchvision model's head is a global mean and a linear layer, so
-    its CAMs have a closed form: ``features.norm5`` of a DenseNet, ``layer4`` of a ResNet; else None."""
-    if isinstance(module, torchvision.models.DenseNet) and isinstance(module.classifier, torch.nn.Linear):
+    its CAMs have a closed form: ``features.norm5`` of a DenseNet, ``layer4`` of a ResNet; else None.
+    A subclass that runs its own ``forward`` (or a ResNet whose pooling is not a global mean) gets
+    None: its score may not be that head, so its CAMs go through autograd."""
+    models, linear = torchvision.models, torch.nn.Linear
+    if isinstance(module, models.DenseNet) and isinstance(module.classifier, linear) \
+            and _runs_own_code(module, models.DenseNet, "forward"):
         return "features.norm5"
-    if isinstance(module, torchvision.models.ResNet) and isinstance(module.fc, torch.nn.Linear):
+    pool = getattr(module, "avgpool", None)
+    if isinstance(module, models.ResNet) and isinstance(module.fc, linear) \
+            and _runs_own_code(module, models.ResNet, "forward", "_forward_impl") \
+            and isinstance(pool, torch.nn.AdaptiveAvgPool2d) and pool.output_size in (1, (1, 1)):
         return "layer4"
     return None
+
+
+def _runs_own_code(module: torch.nn.Module, base: type, *methods: str) -> bool:
+    return all(getattr(type(module), m) is getattr(base, m) for m in methods)
 
 
 def _head(module: torch.nn.Module, images: torch.Tensor):

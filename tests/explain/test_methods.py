@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torchvision
 from captum.attr import LayerGradCam, Occlusion
 from torch import nn
 
@@ -267,3 +268,30 @@ def test_occlusion_baselines_are_the_grey_level_through_the_models_normalisation
     ref = Occlusion(tiny_net.module).attribute(image, sliding_window_shapes=(3, 4, 4), strides=(1, 2, 2),
                                                baselines=b, target=1)[0, 0].numpy()
     assert np.abs(ours - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+class _DoubledResNet(torchvision.models.ResNet):
+    def forward(self, x):  # its own head: the closed form would be wrong
+        return 2 * super().forward(x)
+
+
+class _DenseNetWithTemperature(torchvision.models.DenseNet):
+    def forward(self, x):
+        return super().forward(x) / 3
+
+
+def test_closed_form_is_refused_for_a_head_it_does_not_know():
+    from torchvision.models.resnet import BasicBlock
+
+    from cxrxai.explain.cam import closed_form_layer
+
+    def resnet(cls=torchvision.models.ResNet):
+        return cls(BasicBlock, [1, 1, 1, 1], num_classes=3)
+
+    max_pooled = resnet()
+    max_pooled.avgpool = torch.nn.AdaptiveMaxPool2d(1)
+    dense = {"growth_rate": 4, "block_config": (1, 1), "num_init_features": 8, "num_classes": 3}
+    assert closed_form_layer(resnet()) == "layer4"
+    assert closed_form_layer(torchvision.models.DenseNet(**dense)) == "features.norm5"
+    assert [closed_form_layer(m) for m in (resnet(_DoubledResNet), max_pooled,
+                                           _DenseNetWithTemperature(**dense))] == [None, None, None]
