@@ -92,14 +92,14 @@ def _method_name(method: str, params_key: str) -> str:
 
 
 def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
-    """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n."""
+    """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n (n_auc: cases with an AUC)."""
     cases = localization_cases(store, model_id, slice_=slice_)
     keys = cases[["method", "params_key"]].drop_duplicates()  # named per setting, not per row (75 k rows at MIMIC size)
     keys["explainer"] = [_method_name(m, k) for m, k in keys.itertuples(index=False)]
     cases = cases.merge(keys, on=["method", "params_key"], how="left")
     g = cases.groupby(["explainer", "label"])
-    return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"),
-                 hit=("hit", "mean"), auc=("roc_auc", "mean"), auc_sd=("roc_auc", "std")).reset_index()
+    return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"), hit=("hit", "mean"),
+                 auc=("roc_auc", "mean"), auc_sd=("roc_auc", "std"), n_auc=("roc_auc", "count")).reset_index()
 
 
 def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice_: str = "positive",

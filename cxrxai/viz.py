@@ -118,10 +118,16 @@ def explainer_heatmap(table: pd.DataFrame, value: str = "auc") -> go.Figure:
     """Explainer × finding heatmap of a mean metric (thesis Table 1): each cell shows its value and
     n; cells from fewer than :data:`SMALL_N` cases are grey; a cell with no value says why."""
     wide = table.pivot(index="explainer", columns="label", values=value)
-    n = table.pivot(index="explainer", columns="label", values="n").reindex_like(wide).fillna(0).astype(int)
+
+    def count(col):
+        return table.pivot(index="explainer", columns="label", values=col).reindex_like(wide).fillna(0).astype(int)
+
+    cases = count("n")
+    n = count(f"n_{value}") if f"n_{value}" in table else cases  # the cases with a value (an AUC can be undefined)
     v = wide.to_numpy(float)
     small = (n.to_numpy() < SMALL_N) | np.isnan(v)
-    text = np.where(np.isnan(v), np.where(n.to_numpy() == 0, "no case", "not defined<br>n=" + n.astype(str).to_numpy()),
+    text = np.where(np.isnan(v), np.where(cases.to_numpy() == 0, "no case",
+                                          "not defined<br>for its n=" + cases.astype(str).to_numpy()),
                     np.char.add(np.char.add(np.round(np.nan_to_num(v), 3).astype(str), "<br>n="), n.astype(str).to_numpy()))
     fig = go.Figure([
         go.Heatmap(z=np.where(small, np.nan, v), x=wide.columns, y=wide.index, colorscale="Blues", text=text,
