@@ -106,12 +106,19 @@ def download_png(render, name: str, *, key: str) -> None:
     st.download_button("Download PNG", data, file_name=name, mime="image/png", key=key, on_click="ignore")
 
 
+#: Above this many cells a table is sent plain (pandas' Styler renders at most 262,144, and slowly near that).
+STYLED_CELLS = 100_000
+
+
 def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):
     """A table with ``digits`` decimals and a dash, never "None" or "nan", for a missing value, and
-    ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such)."""
-    event = st.dataframe(df.style.format(precision=digits, na_rep="—"), hide_index=True, **kwargs)
+    ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such).
+    A table over :data:`STYLED_CELLS` cells goes plain (Streamlit greys a missing value)."""
+    styled = df.size <= STYLED_CELLS
+    data = df.style.format(precision=digits, na_rep="—") if styled else df.round(digits)
+    event = st.dataframe(data, hide_index=True, **kwargs)
     if df.isna().any().any():
-        st.caption(why)
+        st.caption(why if styled else why.replace("—: no value", "An empty cell: no value", 1))
     return event
 
 

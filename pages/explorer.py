@@ -69,8 +69,9 @@ view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages
 of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding).sum())} {finding} cases"
 st.caption(f"{len(view)} of {of} ({split} split)")
 columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
-event = st.dataframe(view[columns].round(3), hide_index=True, height=220, key="case_grid",
-                     on_select="rerun", selection_mode="single-row")
+event = ui.table(view[columns], why="—: no threshold stored, no localization score (a negative case or no map), "
+               "or sex, age or view not recorded.", height=220, key="case_grid", on_select="rerun",
+               selection_mode="single-row")
 rows = event["selection"]["rows"] if isinstance(event, dict) else event.selection.rows
 if rows:
     ui.remember("case", view.iloc[rows[0]]["image_id"])

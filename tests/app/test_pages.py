@@ -148,6 +148,10 @@ def test_a_case_without_a_stored_threshold_says_so_instead_of_nan(tiny_full_stor
     header = next(m.value for m in at.markdown if m.value.startswith("P "))
     assert "no decision: no threshold stored for this label" in header and "view missing" in header
     assert "nan" not in header.lower() and "None" not in header and "**" not in header
+    grid = next(d for d in at.dataframe if "outcome" in d.value.columns)
+    shown = pa.ipc.open_stream(grid.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert grid.value["threshold"].isna().all() and (shown["threshold"] == "—").all()
+    assert (shown["view"] == "—").all() and not shown.isin(["nan", "None", "NaN"]).any().any()
 
 
 def test_tables_print_a_dash_and_say_why_never_none_or_nan(tiny_full_store, tmp_path):
