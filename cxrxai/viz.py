@@ -35,16 +35,20 @@ PALETTE = ["#3b6ea5", "#d1603d", "#5a9e6f", "#8c6bb1", "#c4a000", "#4d4d4d", "#e
 
 
 def auroc_bars(perf: pd.DataFrame, *, title: str = "Test AUROC per label (95% bootstrap CI)") -> go.Figure:
-    """Horizontal bars of AUROC with CI whiskers; hover shows n positive / negative."""
-    df = perf.sort_values("auroc")
+    """Horizontal bars of AUROC with CI whiskers, n positive / negative beside each bar; a label
+    without an AUROC (one class only in the split) is named on the axis and says why."""
+    df = perf.sort_values("auroc", na_position="first")
+    n = "n+ " + df["n_positive"].astype(str) + ", n− " + df["n_negative"].astype(str)
+    hover = [f"{lab}: {value_text(a, 'no AUROC (one class only)')} [{value_text(lo, '—')}, {value_text(hi, '—')}]<br>{k}"
+             for lab, a, lo, hi, k in zip(df["label"], df["auroc"], df["lower"], df["upper"], n)]
     fig = go.Figure(go.Bar(
-        x=df["auroc"], y=df["label"], orientation="h",
+        x=df["auroc"], y=df["label"], orientation="h", text=n, textposition="inside", insidetextanchor="start",
         error_x=dict(type="data", symmetric=False, array=df["upper"] - df["auroc"], arrayminus=df["auroc"] - df["lower"]),
-        customdata=df[["n_positive", "n_negative", "lower", "upper"]],
-        hovertemplate="%{y}: %{x:.3f} [%{customdata[2]:.3f}, %{customdata[3]:.3f}]<br>"
-                      "n+ %{customdata[0]}, n− %{customdata[1]}<extra></extra>",
-        marker_color=PALETTE[0],
+        customdata=df[["n_positive", "n_negative", "lower", "upper"]], hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>", marker_color=PALETTE[0],
     ))
+    for lab, k in zip(df["label"][df["auroc"].isna()], n[df["auroc"].isna()]):
+        fig.add_annotation(x=0.41, y=lab, text=f"no AUROC: one class only ({k})", showarrow=False, xanchor="left")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey")
     fig.update_layout(title=title, xaxis=dict(range=[0.4, 1.0], title="AUROC"), **_LAYOUT)
     return fig
@@ -54,8 +58,11 @@ def prevalence_bars(labels: pd.DataFrame) -> go.Figure:
     """Positive cases per label, grouped by split."""
     fig = go.Figure()
     for split, grp in labels.groupby("split"):
+        known = grp["positive"] + grp["negative"]  # the prevalence's denominator: uncertain or missing labels are not in it
         fig.add_bar(name=str(split), x=grp["label"], y=grp["positive"],
-                    customdata=grp["prevalence"], hovertemplate="%{x}: %{y} (%{customdata:.1%})<extra>" + str(split) + "</extra>")
+                    customdata=np.column_stack([grp["prevalence"], known, grp.get("unknown", known * 0)]),
+                    hovertemplate="%{x}: %{y} of %{customdata[1]} labelled images (%{customdata[0]:.1%}); "
+                                  "%{customdata[2]} without a label<extra>" + str(split) + "</extra>")
     fig.update_layout(title="Positive cases per label and split", barmode="group", yaxis_title="images", **_LAYOUT)
     return fig
 
@@ -85,10 +92,13 @@ def rate_bars(rates: pd.DataFrame, by: list[str], *, rate: str = "tpr", title: s
                          arrayminus=g[rate] - g[f"{rate}_lower"]),
             marker=dict(color=PALETTE[k % len(PALETTE)], pattern_shape=np.where(g["small"], "/", "")),
             customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by), g[denom]]),
-            hovertemplate="%{x} · " + name + f": {rate.upper()} " + "%{y:.3f}<br>n = %{customdata[" + str(len(by) + 1)
-                          + "]}<extra></extra>",
+            hovertext=[f"{lab} · {name}: {rate.upper()} {value_text(v, 'not defined (no case)')}<br>n = {k}"
+                       for lab, v, k in zip(g["label"], g[rate], g[denom])],
+            hovertemplate="%{hovertext}<extra></extra>",
         )
-    fig.update_layout(title=title or f"{rate.upper()} by {' × '.join(by)} (95% CI; hatched: fewer than 10)",
+    empty = int(rates[rate].isna().sum())
+    gaps = f"; {empty} group{'s' * (empty != 1)} with no case: no bar" if empty else ""
+    fig.update_layout(title=title or f"{rate.upper()} by {' × '.join(by)} (95% CI; hatched: fewer than 10{gaps})",
                       barmode="group", yaxis=dict(range=[0, 1.05], title=rate.upper()), clickmode="event+select",
                       **_LAYOUT)
     return fig

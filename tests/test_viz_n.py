@@ -56,3 +56,31 @@ def test_the_shortcut_table_names_a_missing_peak_instead_of_nan_percent():
 def test_an_empty_trust_summary_stays_empty_and_an_unknown_truth_is_named():
     assert viz.verdict_table(pd.DataFrame()).empty
     assert viz.decision_text(0.5, 0.4, None).endswith("no outcome: ground truth unknown")
+
+
+def test_auroc_bars_say_n_and_why_a_label_has_no_auroc():
+    perf = pd.DataFrame({"label": ["Mass", "Hernia"], "auroc": [0.81, np.nan], "lower": [0.7, np.nan],
+                         "upper": [0.9, np.nan], "n_positive": [12, 0], "n_negative": [88, 100]})
+    fig = viz.auroc_bars(perf)
+    bar = fig.data[0]
+    assert list(bar.text) == ["n+ 0, n− 100", "n+ 12, n− 88"]
+    assert list(bar.hovertext) == ["Hernia: no AUROC (one class only) [—, —]<br>n+ 0, n− 100",
+                                   "Mass: 0.810 [0.700, 0.900]<br>n+ 12, n− 88"]
+    assert [a.text for a in fig.layout.annotations] == ["no AUROC: one class only (n+ 0, n− 100)"]
+
+
+def test_rate_bars_hover_n_and_name_the_groups_without_a_case():
+    rates = pd.DataFrame({"label": ["Mass", "Mass"], "sex": ["F", "M"], "tpr": [0.5, np.nan], "tpr_lower": [0.2, np.nan],
+                          "tpr_upper": [0.8, np.nan], "n_pos": [8, 0], "small": [True, True]})
+    fig = viz.rate_bars(rates, ["sex"])
+    assert [list(t.hovertext) for t in fig.data] == [["Mass · F: TPR 0.500<br>n = 8"],
+                                                     ["Mass · M: TPR not defined (no case)<br>n = 0"]]
+    assert "1 group with no case: no bar" in fig.layout.title.text
+    assert "nan" not in " ".join(h for t in fig.data for h in t.hovertext).lower()
+
+
+def test_prevalence_hover_gives_its_denominator_and_the_unlabelled():
+    labels = pd.DataFrame({"split": ["test"], "label": ["Mass"], "positive": [3], "negative": [9], "unknown": [4],
+                           "prevalence": [0.25]})
+    bar = viz.prevalence_bars(labels).data[0]
+    assert bar.customdata.tolist() == [[0.25, 12, 4]] and "of %{customdata[1]} labelled images" in bar.hovertemplate
