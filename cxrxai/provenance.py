@@ -37,7 +37,7 @@ INTERVALS: dict[str, str] = {
     "trust": "one-sample t-tests at alpha {alpha} (Arun et al.'s PASS/FAIL)",
     "randomization": "none (mean SSIM per randomized layer)",
     "similarity": "none (mean SSIM per pair of models)",
-    "fidelity": "none (mean per explainer)",
+    "fidelity": _BOOT + " per measure and setting; none from fewer than 5 cases",
     "shortcut": "paired " + _BOOT + " of the marker-share difference (shortcut − control); none from fewer than 5 pairs",
     "shortcut-reliance": "percentile bootstrap over cases, 1000 resamples, seed 0, 95 %",
 }
@@ -48,12 +48,16 @@ _FIXED_SEED = {"shortcut-reliance": 0, "occlusion-sweep": 0, "localization": 0, 
 
 #: Reports over every stored setting of one explainer (the sweep compares them).
 _EVERY_SETTING = {"occlusion-sweep": "occlusion"}
+#: Reports whose settings are those of the stored rows they summarise (that table's name).
+_SCORED_ROWS = {"fidelity": "fidelity"}
 
 
 def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, options: dict) -> str:
     """The explainer settings behind the table: its own (method, params_key) pairs; every setting
-    of a sweep; the setting with the most stored maps of the ``method`` option (the one reports
-    score by default); else that of each stored method."""
+    of a sweep; the settings of the rows a summary rests on; the setting with the most stored maps of
+    the ``method`` option (the one reports score by default); else that of each stored method."""
+    if name in _SCORED_ROWS:
+        table = store.table(_SCORED_ROWS[name], model_id=model_id)
     if {"method", "params_key"} <= set(table.columns):
         pairs = table[["method", "params_key"]].drop_duplicates().itertuples(index=False)
         return "; ".join(f"{m} {k}" for m, k in pairs)
