@@ -291,4 +291,5 @@ def pass_fail(scores: pd.DataFrame, *, alpha: float = 0.005, low: float = 0.5) -
             row[f"{crit}_p"] = float(p)
             row[f"{crit}_n"] = len(v)
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)  # a count stays an integer where another method has no score for that criterion
+    return out.astype({c: "Int64" for c in out.columns if c.endswith("_n")})

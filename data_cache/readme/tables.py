@@ -72,7 +72,7 @@ def ranking(store, model: str) -> str:
 def table(store, name: str, model: str) -> str:
     t = reports.run_report(store, name, model)
     for c in t.columns:  # floats in object columns too (a verdict table mixes them with text)
-        t[c] = [_v(x) if isinstance(x, float) else x for x in t[c]]
+        t[c] = ["—" if pd.isna(x) else _v(x) if isinstance(x, float) else x for x in t[c]]
     return markdown(t)
 
 

@@ -79,6 +79,10 @@ def test_pass_fail_table():
     t = trust.pass_fail(pd.DataFrame(rows)).set_index("method")
     assert t.loc["good", "utility"] == "PASS" and t.loc["good", "repeatability"] == "PASS"
     assert t.loc["bad", "utility"] == "FAIL" and t.loc["bad", "repeatability"] == "FAIL"
+    only = trust.pass_fail(pd.DataFrame(rows[:2] + [{"method": "cam", "criterion": "randomization", "value": 0.2,
+                                                    "baseline": 0.5}]))
+    assert only.set_index("method").randomization_n.isna().to_dict() == {"cam": False, "good": True}
+    assert str(only.randomization_n.dtype) == "Int64" and only.utility_n.dropna().tolist() == [1]  # counts, not 1.0
 
 
 class Lit(nn.Module):
