@@ -115,10 +115,13 @@ def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs
     ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such).
     A table over :data:`STYLED_CELLS` cells goes plain (Streamlit greys a missing value)."""
     styled = df.size <= STYLED_CELLS
-    data = df.style.format(precision=digits, na_rep="—") if styled else df.round(digits)
+    data = df.round(digits)
+    if styled:  # whole-number floats (ages, counts next to NaN) print without decimals
+        whole = [c for c in df.select_dtypes("float").columns if df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
+        data = df.style.format(precision=digits, na_rep="—").format("{:.0f}", subset=whole, na_rep="—")
     event = st.dataframe(data, hide_index=True, **kwargs)
     if df.isna().any().any():
-        st.caption(why if styled else why.replace("—: no value", "An empty cell: no value", 1))
+        st.caption(why if styled else why.replace("—", "An empty cell", 1))
     return event
 
 

@@ -71,17 +71,17 @@ def closed_form_layer(module: torch.nn.Module) -> str | None:
     None: its score may not be that head, so its CAMs go through autograd."""
     models, linear = torchvision.models, torch.nn.Linear
     if isinstance(module, models.DenseNet) and isinstance(module.classifier, linear) \
-            and _runs_own_code(module, models.DenseNet, "forward"):
+            and _runs_stock_code(module, models.DenseNet, "forward"):
         return "features.norm5"
     pool = getattr(module, "avgpool", None)
     if isinstance(module, models.ResNet) and isinstance(module.fc, linear) \
-            and _runs_own_code(module, models.ResNet, "forward", "_forward_impl") \
+            and _runs_stock_code(module, models.ResNet, "forward", "_forward_impl") \
             and isinstance(pool, torch.nn.AdaptiveAvgPool2d) and pool.output_size in (1, (1, 1)):
         return "layer4"
     return None
 
 
-def _runs_own_code(module: torch.nn.Module, base: type, *methods: str) -> bool:
+def _runs_stock_code(module: torch.nn.Module, base: type, *methods: str) -> bool:
     return all(getattr(type(module), m) is getattr(base, m) for m in methods)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
 
@@ -12,7 +13,7 @@ def _render(rows: int) -> AppTest:
 
         from pages import _widgets
 
-        df = pd.DataFrame({"x": np.arange(rows, dtype=float), "y": np.nan})
+        df = pd.DataFrame({"x": np.arange(rows, dtype=float), "y": np.nan, "z": 0.25})
         _widgets.table(df, key="t")
 
     at = AppTest.from_function(script, args=(rows,), default_timeout=60)
@@ -22,9 +23,10 @@ def _render(rows: int) -> AppTest:
 def test_a_small_table_prints_a_dash_and_a_huge_one_goes_plain_with_its_own_caption():
     from pages._widgets import STYLED_CELLS
 
-    small, huge = _render(10), _render(STYLED_CELLS // 2 + 1)
+    small, huge = _render(10), _render(STYLED_CELLS // 3 + 1)
     assert not small.exception and not huge.exception, (small.exception, huge.exception)
-    assert small.dataframe[0].proto.arrow_data.styler.display_values  # styled: "—" for NaN
+    shown = pa.ipc.open_stream(small.dataframe[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert shown.y.eq("—").all() and shown.x.tolist()[:3] == ["0", "1", "2"] and shown.z.eq("0.250").all()
     assert small.caption[0].value.startswith("—: no value")
     assert not huge.dataframe[0].proto.arrow_data.styler.display_values  # plain: no Styler past the limit
-    assert len(huge.dataframe[0].value) == STYLED_CELLS // 2 + 1 and huge.caption[0].value.startswith("An empty cell")
+    assert len(huge.dataframe[0].value) == STYLED_CELLS // 3 + 1 and huge.caption[0].value.startswith("An empty cell")
