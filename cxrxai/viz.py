@@ -35,34 +35,43 @@ PALETTE = ["#3b6ea5", "#d1603d", "#5a9e6f", "#8c6bb1", "#c4a000", "#4d4d4d", "#e
 
 
 def auroc_bars(perf: pd.DataFrame, *, title: str = "Test AUROC per label (95% bootstrap CI)") -> go.Figure:
-    """Horizontal bars of AUROC with CI whiskers, n positive / negative beside each bar; a label
-    without an AUROC (one class only in the split) is named on the axis and says why."""
+    """Horizontal bars of AUROC with CI whiskers, n positive / negative under each label on the axis
+    (a bar starts at 0, off the visible range, so text inside it would be cut); a label without an
+    AUROC (one class only in the split) says why beside its axis label."""
     df = perf.sort_values("auroc", na_position="first")
     n = "n+ " + df["n_positive"].astype(str) + ", n− " + df["n_negative"].astype(str)
     hover = [f"{lab}: {value_text(a, 'no AUROC (one class only)')} [{value_text(lo, '—')}, {value_text(hi, '—')}]<br>{k}"
              for lab, a, lo, hi, k in zip(df["label"], df["auroc"], df["lower"], df["upper"], n)]
+    lowest = pd.concat([df["lower"], df["auroc"]]).min()
+    left = 0.4 if not lowest < 0.45 else float(np.floor(lowest * 10 - 0.5) / 10)  # a poor model's bars stay in view
     fig = go.Figure(go.Bar(
-        x=df["auroc"], y=df["label"], orientation="h", text=n, textposition="inside", insidetextanchor="start",
+        x=df["auroc"], y=df["label"], orientation="h",
         error_x=dict(type="data", symmetric=False, array=df["upper"] - df["auroc"], arrayminus=df["auroc"] - df["lower"]),
         customdata=df[["n_positive", "n_negative", "lower", "upper"]], hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>", marker_color=PALETTE[0],
     ))
     for lab, k in zip(df["label"][df["auroc"].isna()], n[df["auroc"].isna()]):
-        fig.add_annotation(x=0.41, y=lab, text=f"no AUROC: one class only ({k})", showarrow=False, xanchor="left")
+        fig.add_annotation(x=left + 0.01, y=lab, text=f"no AUROC: one class only ({k})", showarrow=False, xanchor="left")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey")
-    fig.update_layout(title=title, xaxis=dict(range=[0.4, 1.0], title="AUROC"), **_LAYOUT)
+    fig.update_layout(title=title, xaxis=dict(range=[left, 1.0], title="AUROC"),
+                      yaxis=dict(tickmode="array", tickvals=list(df["label"]),
+                                 ticktext=[f"{lab}<br><sub>{k}</sub>" for lab, k in zip(df["label"], n)]), **_LAYOUT)
     return fig
 
 
 def prevalence_bars(labels: pd.DataFrame) -> go.Figure:
-    """Positive cases per label, grouped by split."""
+    """Positive cases per label, grouped by split; the hover gives the prevalence's denominator
+    (labelled images) and, where the table counts them, the images without a label."""
     fig = go.Figure()
     for split, grp in labels.groupby("split"):
         known = grp["positive"] + grp["negative"]  # the prevalence's denominator: uncertain or missing labels are not in it
-        fig.add_bar(name=str(split), x=grp["label"], y=grp["positive"],
-                    customdata=np.column_stack([grp["prevalence"], known, grp.get("unknown", known * 0)]),
-                    hovertemplate="%{x}: %{y} of %{customdata[1]} labelled images (%{customdata[0]:.1%}); "
-                                  "%{customdata[2]} without a label<extra>" + str(split) + "</extra>")
+        unknown = grp["unknown"] if "unknown" in grp else [None] * len(grp)
+        hover = [f"{lab}: {pos} of {k} labelled images ("
+                 + ("no labelled image" if not prev == prev else f"{prev:.1%}") + ")"
+                 + ("" if u is None else f"; {u} without a label")
+                 for lab, pos, k, prev, u in zip(grp["label"], grp["positive"], known, grp["prevalence"], unknown)]
+        fig.add_bar(name=str(split), x=grp["label"], y=grp["positive"], hovertext=hover,
+                    hovertemplate="%{hovertext}<extra>" + str(split) + "</extra>")
     fig.update_layout(title="Positive cases per label and split", barmode="group", yaxis_title="images", **_LAYOUT)
     return fig
 

@@ -63,10 +63,19 @@ def test_auroc_bars_say_n_and_why_a_label_has_no_auroc():
                          "upper": [0.9, np.nan], "n_positive": [12, 0], "n_negative": [88, 100]})
     fig = viz.auroc_bars(perf)
     bar = fig.data[0]
-    assert list(bar.text) == ["n+ 0, n− 100", "n+ 12, n− 88"]
+    # n sits on the axis: text inside a bar that starts at 0 would be outside the visible range
+    assert bar.text is None and list(fig.layout.yaxis.tickvals) == ["Hernia", "Mass"]
+    assert list(fig.layout.yaxis.ticktext) == ["Hernia<br><sub>n+ 0, n− 100</sub>", "Mass<br><sub>n+ 12, n− 88</sub>"]
     assert list(bar.hovertext) == ["Hernia: no AUROC (one class only) [—, —]<br>n+ 0, n− 100",
                                    "Mass: 0.810 [0.700, 0.900]<br>n+ 12, n− 88"]
     assert [a.text for a in fig.layout.annotations] == ["no AUROC: one class only (n+ 0, n− 100)"]
+    assert fig.layout.xaxis.range[0] <= fig.layout.annotations[0].x < fig.layout.xaxis.range[1]
+
+
+def test_auroc_bars_keep_a_poor_models_bars_and_whiskers_in_view():
+    perf = pd.DataFrame({"label": ["Mass"], "auroc": [0.31], "lower": [0.22], "upper": [0.4],
+                         "n_positive": [12], "n_negative": [88]})
+    assert tuple(viz.auroc_bars(perf).layout.xaxis.range) == (0.1, 1.0)
 
 
 def test_rate_bars_hover_n_and_name_the_groups_without_a_case():
@@ -80,7 +89,13 @@ def test_rate_bars_hover_n_and_name_the_groups_without_a_case():
 
 
 def test_prevalence_hover_gives_its_denominator_and_the_unlabelled():
-    labels = pd.DataFrame({"split": ["test"], "label": ["Mass"], "positive": [3], "negative": [9], "unknown": [4],
-                           "prevalence": [0.25]})
+    labels = pd.DataFrame({"split": ["test", "test"], "label": ["Mass", "Hernia"], "positive": [3, 0],
+                           "negative": [9, 0], "unknown": [4, 7], "prevalence": [0.25, np.nan]})
     bar = viz.prevalence_bars(labels).data[0]
-    assert bar.customdata.tolist() == [[0.25, 12, 4]] and "of %{customdata[1]} labelled images" in bar.hovertemplate
+    assert list(bar.hovertext) == ["Mass: 3 of 12 labelled images (25.0%); 4 without a label",
+                                   "Hernia: 0 of 0 labelled images (no labelled image); 7 without a label"]
+
+
+def test_prevalence_hover_claims_no_unlabelled_count_it_was_not_given():
+    labels = pd.DataFrame({"split": ["test"], "label": ["Mass"], "positive": [3], "negative": [9], "prevalence": [0.25]})
+    assert list(viz.prevalence_bars(labels).data[0].hovertext) == ["Mass: 3 of 12 labelled images (25.0%)"]
