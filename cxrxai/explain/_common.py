@@ -27,6 +27,7 @@ __all__ = [
     "layer_of",
     "no_inplace_copy",
     "reduce_channels",
+    "runs_stock_code",
     "score_fn",
 ]
 
@@ -188,3 +189,9 @@ def reduce_channels(attr: torch.Tensor, how: str) -> torch.Tensor:
         idx = attr.abs().argmax(1, keepdim=True)
         return attr.gather(1, idx)[:, 0]
     raise UnknownNameError("channel reduction", how, CHANNEL_REDUCTIONS)
+
+
+def runs_stock_code(module: torch.nn.Module, base: type, *methods: str) -> bool:
+    """Whether ``module`` runs ``base``'s own ``methods`` (a subclass may have replaced its head, and
+    code that re-derives the head, like the closed-form CAMs or incremental occlusion, would be wrong)."""
+    return all(getattr(type(module), m) is getattr(base, m) for m in methods)

@@ -30,12 +30,16 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+from ._common import runs_stock_code
+
 __all__ = ["IncrementalDenseNet", "supports"]
 
 
 def supports(module: torch.nn.Module) -> bool:
-    """Whether ``module`` is a torchvision DenseNet with the layer geometry assumed here."""
-    if not isinstance(module, torchvision.models.DenseNet):
+    """Whether ``module`` is a torchvision DenseNet that runs torchvision's own forward (the tail
+    here re-derives its head) with the layer geometry assumed here."""
+    if not isinstance(module, torchvision.models.DenseNet) \
+            or not runs_stock_code(module, torchvision.models.DenseNet, "forward"):
         return False
     f = module.features
     try:

@@ -26,7 +26,7 @@ import torch
 import torchvision
 
 from ..errors import ExplainerError
-from ._common import score_fn
+from ._common import runs_stock_code, score_fn
 
 __all__ = ["activations_and_gradients", "closed_form_layer", "gradcam", "gradcam_pp", "linear_head_cams"]
 
@@ -71,18 +71,14 @@ def closed_form_layer(module: torch.nn.Module) -> str | None:
     None: its score may not be that head, so its CAMs go through autograd."""
     models, linear = torchvision.models, torch.nn.Linear
     if isinstance(module, models.DenseNet) and isinstance(module.classifier, linear) \
-            and _runs_stock_code(module, models.DenseNet, "forward"):
+            and runs_stock_code(module, models.DenseNet, "forward"):
         return "features.norm5"
     pool = getattr(module, "avgpool", None)
     if isinstance(module, models.ResNet) and isinstance(module.fc, linear) \
-            and _runs_stock_code(module, models.ResNet, "forward", "_forward_impl") \
+            and runs_stock_code(module, models.ResNet, "forward", "_forward_impl") \
             and isinstance(pool, torch.nn.AdaptiveAvgPool2d) and pool.output_size in (1, (1, 1)):
         return "layer4"
     return None
-
-
-def _runs_stock_code(module: torch.nn.Module, base: type, *methods: str) -> bool:
-    return all(getattr(type(module), m) is getattr(base, m) for m in methods)
 
 
 def _head(module: torch.nn.Module, images: torch.Tensor):
@@ -107,7 +103,9 @@ def linear_head_cams(module: torch.nn.Module, images: torch.Tensor, *, output: s
     summation order (tested for both architectures).
     """
     if closed_form_layer(module) is None:
-        raise ExplainerError("the closed form needs a torchvision DenseNet or ResNet with a linear classifier")
+        raise ExplainerError("the closed form needs a torchvision DenseNet or ResNet that runs torchvision's own forward "
+                             "(no subclass head), with a linear classifier and, for a ResNet, global mean pooling; "
+                             "use gradcam()/gradcam_pp() with a layer for any other model")
     with torch.inference_mode():
         act, pooled, positive, linear = _head(module, images)
         logits = linear(pooled.mean(dim=(2, 3)))

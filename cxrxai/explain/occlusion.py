@@ -131,7 +131,8 @@ def pick_engine(module: torch.nn.Module, device: torch.device, precision: str, e
         raise UnknownNameError("occlusion engine", engine, ENGINES)
     possible = _incremental.supports(module) and device.type == "cpu" and precision == "fp32"
     if engine == "incremental" and not possible:
-        raise ExplainerError("the incremental engine needs a torchvision DenseNet on CPU in fp32; use engine='batched'")
+        raise ExplainerError("the incremental engine needs a torchvision DenseNet that runs torchvision's own forward "
+                             "(no subclass head), on CPU in fp32; use engine='batched'")
     if engine == "auto":
         return "incremental" if possible else "batched"
     return engine

@@ -295,3 +295,20 @@ def test_closed_form_is_refused_for_a_head_it_does_not_know():
     assert closed_form_layer(torchvision.models.DenseNet(**dense)) == "features.norm5"
     assert [closed_form_layer(m) for m in (resnet(_DoubledResNet), max_pooled,
                                            _DenseNetWithTemperature(**dense))] == [None, None, None]
+
+
+def test_incremental_occlusion_is_not_chosen_for_a_densenet_with_its_own_head(image):
+    """Incremental occlusion re-derives the head (norm5 → ReLU → mean → classifier); a subclass
+    that divides by a temperature would get the stock head's scores, so ``auto`` must fall back."""
+    from cxrxai.explain.cam import linear_head_cams
+    from cxrxai.explain.occlusion import pick_engine
+
+    config = {"growth_rate": 4, "block_config": (1, 1, 1, 1), "num_init_features": 8, "bn_size": 2, "num_classes": 3}
+    cpu = torch.device("cpu")
+    assert pick_engine(torchvision.models.DenseNet(**config), cpu, "fp32") == "incremental"
+    own_head = _DenseNetWithTemperature(**config).eval()
+    assert pick_engine(own_head, cpu, "fp32") == "batched"
+    with pytest.raises(ExplainerError, match="own forward"):
+        pick_engine(own_head, cpu, "fp32", "incremental")
+    with pytest.raises(ExplainerError, match="own forward"):
+        linear_head_cams(own_head, image)
