@@ -54,19 +54,21 @@ _SCORED_ROWS = {"fidelity": "fidelity"}
 
 def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, options: dict) -> str:
     """The explainer settings behind the table: its own (method, params_key) pairs; every setting
-    of a sweep; the settings of the rows a summary rests on; the setting with the most stored maps of
-    the ``method`` option (the one reports score by default); else that of each stored method."""
+    of a sweep; the settings of the rows a summary rests on; the setting the reports score of the
+    ``method`` option (its default, else its most stored); else that of each stored method."""
     if name in _SCORED_ROWS:
-        table = store.table(_SCORED_ROWS[name], model_id=model_id)
+        scored = store.scored_settings(_SCORED_ROWS[name], model_id)
+        if scored.empty:
+            return f"none scored (table {_SCORED_ROWS[name]} has no rows for {model_id})"
+        return "; ".join(f"{r.method} {r.params_key} ({r.n:,} rows)" for r in scored.itertuples())
     if {"method", "params_key"} <= set(table.columns):
         pairs = table[["method", "params_key"]].drop_duplicates().itertuples(index=False)
         return "; ".join(f"{m} {k}" for m, k in pairs)
     method = _EVERY_SETTING.get(name, options.get("method"))
-    counts = store.map_settings(model_id, method=method)
+    every = name in _EVERY_SETTING
+    counts = store.map_settings(model_id, method=method) if every else store.main_map_settings(model_id, method=method)
     if counts.empty:
         return f"{method}: no stored maps" if method else "no stored maps"
-    if name not in _EVERY_SETTING:
-        counts = counts.drop_duplicates("method") if method is None else counts.head(1)
     return "; ".join(f"{r.method} {r.params_key} ({r.n:,} maps)" for r in counts.itertuples())
 
 

@@ -16,7 +16,7 @@ from . import stats
 from .errors import StoreError, UnknownNameError
 from .labels import NO_FINDING
 from .metrics import fairness, shortcut, trust
-from .store import Store
+from .store import Store, main_settings, setting_names
 from .summaries import fill_command, model_performance, prediction_table
 
 __all__ = ["REPORTS", "Report", "geometry_cases", "localization_cases", "report_options", "run_report"]
@@ -43,8 +43,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
                        ) -> pd.DataFrame:
     """Per-case localization rows joined with demographics, parameters and geometry.
 
-    With ``method``, one setting of it: ``params_key``, or by default the setting with the most
-    scored maps (occlusion 32/16 beside a sweep's other settings), so no case counts twice;
+    With ``method``, one setting of it: ``params_key``, or by default its default setting (occlusion
+    32/16 beside a sweep's other settings), else the most scored one, so no case counts twice;
     ``params_key="*"`` keeps every setting.
 
     ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
@@ -68,8 +68,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
                              f"localization has {', '.join(have)}); precompute its maps with "
                              f"`{fill_command(store, 'localization').replace('gradcam,gradcam++', method)}`")
         if params_key is None:
-            counts = loc.params_key.value_counts()
-            params_key = sorted(counts.index[counts == counts.max()])[0]
+            counts = loc.groupby(["method", "params_key"]).size().reset_index(name="n")
+            params_key = main_settings(counts, store.default_settings(model_id)).params_key.iloc[0]
         if params_key != "*":
             loc = loc[loc.params_key == params_key]
     if slice_ == "true_positive":
@@ -86,16 +86,11 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
     return loc.merge(imgs, on="image_id", how="left")
 
 
-def _method_name(method: str, params_key: str) -> str:
-    p = json.loads(params_key) if method == "occlusion" else None
-    return f"occlusion {p['patch']}/{p['stride']}" if p else method
-
-
 def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
     """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n (n_auc: cases with an AUC)."""
     cases = localization_cases(store, model_id, slice_=slice_)
     keys = cases[["method", "params_key"]].drop_duplicates()  # named per setting, not per row (75 k rows at MIMIC size)
-    keys["explainer"] = [_method_name(m, k) for m, k in keys.itertuples(index=False)]
+    keys["explainer"] = setting_names(keys)
     cases = cases.merge(keys, on=["method", "params_key"], how="left")
     g = cases.groupby(["explainer", "label"])
     return g.agg(n=("iou", "size"), iou=("iou", "mean"), iou_sd=("iou", "std"), pla=("pla", "mean"), hit=("hit", "mean"),
@@ -115,7 +110,7 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
             c = localization_cases(store, model_id, slice_=slice_, method=method)
         except StoreError:
             continue  # no case of this slice among its maps
-        tables[_method_name(method, c.params_key.iloc[0])] = c.pivot_table(index="image_id", columns="label",
+        tables[setting_names(c[["method", "params_key"]].head(1))[0]] = c.pivot_table(index="image_id", columns="label",
                                                                            values=metric, aggfunc="first")
     rows = []
     for label in sorted({lab for t in tables.values() for lab in t.columns}):
@@ -130,7 +125,8 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
                     row.update(n_paired=0, difference=np.nan, lower=np.nan, upper=np.nan, behind=False)
                     rows.append(row)
                     continue
-                ci = stats.bootstrap_table((best - this).to_frame("d"), n_boot=n_boot, seed=seed).iloc[0]
+                ci = stats.bootstrap_table((best - this).to_frame("d"), n_boot=n_boot, seed=seed,
+                                          bounds="percentile").iloc[0]
                 row.update(n_paired=int(ci["n"]), difference=float(ci["estimate"]), lower=ci["lower"],
                            upper=ci["upper"], behind=bool(ci["lower"] > 0))
             rows.append(row)
@@ -325,8 +321,11 @@ def fidelity_summary(store: Store, model_id: str, *, n_boot: int = 1000, seed: i
     f = _need(store.table("fidelity", model_id=model_id), store, "fidelity curves", "fidelity", model_id)
     cols = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean", "audc_diff_mean",
             "audc_diff_mean_normalized"]
-    out = pd.concat([stats.bootstrap_table(g[cols].reset_index(drop=True), n_boot=n_boot, seed=seed).assign(
-        method=_method_name(*key)) for key, g in f.groupby(["method", "params_key"], sort=True)]).drop(columns="mean")
+    keys = f[["method", "params_key"]].drop_duplicates()
+    names = dict(zip(keys.itertuples(index=False, name=None), setting_names(keys)))
+    boot = {"n_boot": n_boot, "seed": seed, "bounds": "percentile"}
+    out = pd.concat([stats.bootstrap_table(g[cols].reset_index(drop=True), **boot).assign(method=names[key])
+                     for key, g in f.groupby(["method", "params_key"], sort=True)]).drop(columns="mean")
     out = out.rename(columns={"name": "measure", "estimate": "mean"}).sort_values(["measure", "method"], key=lambda c: (
         c.map(cols.index) if c.name == "measure" else c))[["measure", "method", "n", "mean", "lower", "upper"]]
     return out.reset_index(drop=True)  # n: cases with a value; bootstrap over cases, no interval from < 5

@@ -174,3 +174,82 @@ def test_fidelity_summary_keeps_each_occlusion_setting_apart(tiny_full_store, tm
         summary = run_report(s, "fidelity", "tiny-densenet121").set_index(["measure", "method"])
     n_black = summary.xs("audc_black", level="measure")["n"]
     assert n_black.to_dict() == {"gradcam": n, "occlusion 16/16": n, "occlusion 32/16": n}  # not 2 n as one
+
+
+def test_the_build_records_each_explainers_default_setting(store):
+    from cxrxai.explain import method_names
+
+    defaults = store.default_settings("tiny-densenet121")
+    assert set(defaults) == set(method_names())
+    assert {k: json.loads(defaults["occlusion"])[k] for k in ("patch", "stride")} == {"patch": 32, "stride": 16}
+    stored = store.map_settings("tiny-densenet121", method="gradcam").params_key.tolist()
+    assert stored == [defaults["gradcam"]]  # the key the maps were stored under, byte for byte
+
+
+def test_reports_score_an_explainers_default_setting_where_another_has_as_many_rows(tiny_full_store, tmp_path):
+    """A setting that sorts first with as many scored cases as occlusion 32/16 (the tie a full build's
+    sweep makes) must not replace the default in the ranking; without the recorded defaults (a store
+    built before they were), the most stored setting is the fallback."""
+    import shutil
+
+    from cxrxai.reports import explainer_ranking, localization_cases
+    from cxrxai.store import write_store
+
+    path = tmp_path / "tie.duckdb"
+    shutil.copy(tiny_full_store, path)
+    model, other = "tiny-densenet121", '{"a":1}'
+    with write_store(path) as w, w._cursor() as cur:
+        cur.execute("INSERT INTO localization SELECT DISTINCT ON (model_id, image_id, label, reader) * REPLACE "
+                    "(? AS params_key) FROM localization WHERE method = 'occlusion' AND model_id = ?", [other, model])
+    with open_store(path) as s:
+        default = s.default_settings(model)["occlusion"]
+        assert localization_cases(s, model, slice_="all", method="occlusion").params_key.unique().tolist() == [default]
+        assert "occlusion 32/16" in set(explainer_ranking(s, model, slice_="all").explainer)
+    with write_store(path) as w, w._cursor() as cur:
+        cur.execute("DELETE FROM meta WHERE key LIKE 'default_settings:%'")
+    with open_store(path) as s:
+        assert localization_cases(s, model, slice_="all", method="occlusion").params_key.unique().tolist() == [other]
+
+
+def test_explainer_table_keeps_two_settings_of_a_method_apart(tiny_full_store, tmp_path):
+    import shutil
+
+    from cxrxai.reports import explainer_table
+    from cxrxai.store import write_store
+
+    path = tmp_path / "two.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # Grad-CAM scored again at a second (made-up) layer
+        cur.execute("INSERT INTO localization SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
+                    "'\"layer\":\"other.') AS params_key) FROM localization WHERE method = 'gradcam'")
+    with open_store(path) as s:
+        t = explainer_table(s, "tiny-densenet121", slice_="all")
+        layer = json.loads(s.default_settings("tiny-densenet121")["gradcam"])["layer"]
+    names = sorted(n for n in t.explainer.unique() if n.startswith("gradcam") and not n.startswith("gradcam++"))
+    assert names == [f"gradcam (layer={layer})", f"gradcam (layer=other.{layer})"]
+    n = t[t.explainer.isin(names)].groupby("explainer")["n"].sum()
+    assert n.iloc[0] == n.iloc[1]  # each its own n, not both counted as one
+
+
+def test_fidelity_intervals_are_the_percentile_bootstrap_its_export_header_names(tiny_full_store, tmp_path):
+    import shutil
+
+    from cxrxai import stats
+    from cxrxai.provenance import INTERVALS
+    from cxrxai.store import write_store
+
+    path = tmp_path / "more.duckdb"
+    shutil.copy(tiny_full_store, path)
+    with write_store(path) as w, w._cursor() as cur:  # enough cases for an interval (the tiny build scores 2)
+        for i in range(4):
+            cur.execute(f"INSERT INTO fidelity SELECT * REPLACE (image_id || '-{i}' AS image_id, "
+                        f"auic_black + {i} / 10 AS auic_black) FROM fidelity WHERE method = 'gradcam'")
+    with open_store(path) as s:
+        f = s.table("fidelity", model_id="tiny-densenet121")
+        row = run_report(s, "fidelity", "tiny-densenet121").set_index(["measure", "method"]).loc[("auic_black", "gradcam")]
+    cols = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean", "audc_diff_mean",
+            "audc_diff_mean_normalized"]
+    reps = stats.bootstrap_replicates(f[f.method == "gradcam"][cols].reset_index(drop=True), n_boot=1000, seed=0)
+    assert row["n"] >= stats.MIN_CI_N
+    assert (row["lower"], row["upper"]) == pytest.approx(tuple(np.percentile(reps["auic_black"], [2.5, 97.5])))
+    assert INTERVALS["fidelity"].startswith("percentile bootstrap")

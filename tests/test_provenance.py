@@ -89,8 +89,11 @@ def test_the_pages_cached_report_carries_the_header_to_the_download(tiny_full_st
 def test_the_fidelity_export_names_the_settings_it_scored_and_its_bootstrap(tiny_full_store):
     with open_store(tiny_full_store) as store:
         model_id = store.models().model_id.iloc[0]
-        scored = store.table("fidelity", model_id=model_id)[["method", "params_key"]].drop_duplicates()
+        scored = store.table("fidelity", model_id=model_id)
         head = report_provenance(store, "fidelity", model_id, run_report(store, "fidelity", model_id), seed=2)
-    assert head["explainer parameters"] == "; ".join(f"{m} {k}" for m, k in scored.itertuples(index=False))
-    assert len(scored) == 1 and scored.method.iloc[0] == "gradcam"  # not every stored method's setting
+        none = report_provenance(store, "fidelity", "another-model", pd.DataFrame())
+    pairs = scored.groupby(["method", "params_key"]).size()
+    assert head["explainer parameters"] == "; ".join(f"{m} {k} ({n} rows)" for (m, k), n in pairs.items())
+    assert len(pairs) == 1 and pairs.index[0][0] == "gradcam"  # not every stored method's setting
+    assert none["explainer parameters"] == "none scored (table fidelity has no rows for another-model)"
     assert head["interval"].startswith("percentile bootstrap over cases, 1000 resamples, seed 2")

@@ -19,6 +19,7 @@ stored parameters (every non-runtime parameter at its default unless the plan sa
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -187,6 +188,7 @@ def run_units(ctx, units: list[dict], title: str) -> bool | None:
     """Compute ``units`` (see :func:`compute_unit`) and store their rows: on the build's engine
     (``ctx.options["engine"]``, e.g. Ray) or here, one unit after the other. Returns whether every
     CAM unit used its closed form (False when there were none; None when the engine computed them)."""
+    record_defaults(ctx.writer, ctx.model)
     engine = ctx.options.get("engine")
     if engine is not None:
         engine.run(ctx, units, title)
@@ -200,6 +202,17 @@ def run_units(ctx, units: list[dict], title: str) -> bool | None:
         ctx.progress(title, done, total)
         ctx.maybe_publish()
     return all(closed) if closed else False
+
+
+def default_settings(model) -> dict[str, str]:
+    """Each explainer's stored parameters at its defaults for ``model`` (a params_key per method)."""
+    return {m: params_key(resolved_params(m, {}, model)) for m in method_names()}
+
+
+def record_defaults(writer, model) -> None:
+    """Note each explainer's default setting for ``model`` in the store, so reports score it (and
+    not, say, a sweep setting with as many maps) without loading the model."""
+    writer.set_meta(f"default_settings:{model.spec.name}", json.dumps(default_settings(model), sort_keys=True))
 
 
 def unit_size(unit: dict) -> int:

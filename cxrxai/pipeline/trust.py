@@ -22,8 +22,8 @@ from ..metrics import fidelity, trust
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
 from ..postprocess import positive, upsample
-from ..store import params_key
-from .maps import available, positive_pairs, resolved_params
+from ..store import main_settings
+from .maps import available, default_settings, positive_pairs
 
 __all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_cases", "fidelity_stage", "trust_map", "trust_stage"]
 
@@ -125,14 +125,12 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
 
 
 def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:
-    """Each method's setting of the analyses: its stored defaults (occlusion 32/16) where it has maps of them,
-    else its most stored setting; never the sweep's other patch/stride settings, which a full build stores
-    on as many cases as 32/16."""
+    """Each method's setting of the analyses (:func:`~cxrxai.store.main_settings`): its stored defaults
+    (occlusion 32/16) where it has maps of them, else its most stored setting; never the sweep's other
+    patch/stride settings, which a full build stores on as many cases as 32/16."""
     counts = index.groupby(["method", "params_key"]).size().reset_index(name="n")
-    default = {m: params_key(resolved_params(m, {}, model)) for m in counts.method.unique()}
-    counts["default"] = counts.params_key == counts.method.map(default)
-    main = counts.sort_values(["method", "default", "n", "params_key"], ascending=[True, False, False, True])
-    return index.merge(main.groupby("method").head(1)[["method", "params_key"]], on=["method", "params_key"])
+    main = main_settings(counts, default_settings(model))
+    return index.merge(main[["method", "params_key"]], on=["method", "params_key"])
 
 
 def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
 from ._schema import METRIC_TABLES, TABLES
+from ._settings import main_settings
 
 __all__ = ["Queries", "StoredMap"]
 
@@ -257,6 +258,16 @@ class Queries:
                 df = df[df[k] == v].reset_index(drop=True)
         return df
 
+    def scored_settings(self, name: str, model_id: str) -> pd.DataFrame:
+        """(method, params_key, n rows) of metric table ``name`` for ``model_id``, one aggregate
+        query (a fidelity table carries whole curves per row); empty if the table is absent."""
+        if name not in METRIC_TABLES:
+            raise UnknownNameError("metric table", name, METRIC_TABLES)
+        if not self.has_table(name):
+            return pd.DataFrame(columns=["method", "params_key", "n"])
+        return self._df(f"SELECT method, params_key, count(*) AS n FROM {name} WHERE model_id = ? GROUP BY ALL "
+                        "ORDER BY method, params_key", [model_id])
+
     # ------------------------------------------------------------------ maps
     def stored_methods(self, model_id: str) -> list[str]:
         """The explainers with stored maps for ``model_id`` (one query, whatever the number of maps)."""
@@ -272,6 +283,16 @@ class Queries:
         where, params = _where(model_id=model_id, method=method)
         return self._df(f"SELECT method, params_key, count(*) AS n FROM maps{where} GROUP BY ALL "
                         "ORDER BY n DESC, method, params_key", params)
+
+    def default_settings(self, model_id: str) -> dict[str, str]:
+        """Each explainer's default setting (params_key) for ``model_id``, as the map stages recorded
+        it; empty for a store built before they did (the analyses then take the most stored)."""
+        return json.loads(self.meta(f"default_settings:{model_id}", "{}"))
+
+    def main_map_settings(self, model_id: str, *, method: str | None = None) -> pd.DataFrame:
+        """:meth:`map_settings` cut to the setting the analyses score per method (see
+        :func:`~cxrxai.store.main_settings`)."""
+        return main_settings(self.map_settings(model_id, method=method), self.default_settings(model_id))
 
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,
                   label: str | None = None, method: str | None = None) -> pd.DataFrame:
