@@ -252,9 +252,10 @@ def perturbation_lines(row: pd.Series) -> go.Figure:
 
 def paired_lines(f: pd.DataFrame) -> go.Figure:
     """AUDCdiff with black vs (normalised) mean-image fill, one line per case (thesis Fig. 6), a colour
-    per method with its n of cases in the legend (a case whose normalised value is undefined is left out)."""
+    per explainer setting (column ``explainer`` where given, else ``method``) with its n of cases in
+    the legend (a case whose normalised value is undefined is left out)."""
     fig = go.Figure()
-    for k, (method, g) in enumerate(f.groupby("method", sort=True)):
+    for k, (method, g) in enumerate(f.groupby("explainer" if "explainer" in f else "method", sort=True)):
         g = g[np.isfinite(g.audc_diff_black.astype(float)) & np.isfinite(g.audc_diff_mean_normalized.astype(float))]
         for i, r in enumerate(g.itertuples()):
             fig.add_scatter(x=["black", "mean image"], y=[r.audc_diff_black, r.audc_diff_mean_normalized],

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from cxrxai import viz
+from cxrxai.store import setting_names
 from pages import _common as ui
 
 store, model_id = ui.page("Fidelity")
@@ -14,8 +15,9 @@ ui.table(summary)
 ui.download_csv(summary, f"{model_id}-fidelity.csv", key="dl_fid")
 
 rows = store.table("fidelity", model_id=model_id)
+rows["explainer"] = setting_names(rows)  # occlusion 32/16 and 16/16 are different explainers here
 choice = st.selectbox("Case", range(len(rows)), key="fid_case",
-                      format_func=lambda i: f"{rows.image_id.iloc[i]} · {rows.label.iloc[i]} · {rows.method.iloc[i]}")
+                      format_func=lambda i: f"{rows.image_id.iloc[i]} · {rows.label.iloc[i]} · {rows.explainer.iloc[i]}")
 row = rows.iloc[choice]
 c1, c2 = st.columns(2)
 with c1:

@@ -99,3 +99,11 @@ def test_prevalence_hover_gives_its_denominator_and_the_unlabelled():
 def test_prevalence_hover_claims_no_unlabelled_count_it_was_not_given():
     labels = pd.DataFrame({"split": ["test"], "label": ["Mass"], "positive": [3], "negative": [9], "prevalence": [0.25]})
     assert list(viz.prevalence_bars(labels).data[0].hovertext) == ["Mass: 3 of 12 labelled images (25.0%)"]
+
+
+def test_paired_lines_draw_each_setting_of_a_method_with_its_own_n():
+    rows = pd.DataFrame({"method": ["occlusion"] * 3, "explainer": ["occlusion 32/16", "occlusion 32/16", "occlusion 16/16"],
+                         "image_id": ["a", "b", "a"], "label": ["Mass"] * 3, "audc_diff_black": [0.1, 0.2, 0.3],
+                         "audc_diff_mean_normalized": [0.0, np.nan, 0.5]})
+    legend = sorted(t.name for t in viz.paired_lines(rows).data if t.showlegend)
+    assert legend == ["occlusion 16/16 (n = 1)", "occlusion 32/16 (n = 1)"]  # b has no normalised value
