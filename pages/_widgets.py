@@ -3,6 +3,7 @@ generated from the registries, "what is missing" notes, charts with selection, d
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import cv2
@@ -110,15 +111,22 @@ def download_png(render, name: str, *, key: str) -> None:
 STYLED_CELLS = 100_000
 
 
+#: Columns that count (n, n_paired, maps, cases_scored) or hold an age: as floats (a NaN beside them)
+#: they print without decimals when every value is whole; a metric of 1.0 keeps its decimals.
+COUNT_COLUMNS = re.compile(r"age|n|n_\w+|\w+_n|maps|cases\w*")
+
+
 def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):
     """A table with ``digits`` decimals and a dash, never "None" or "nan", for a missing value, and
     ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such).
     A table over :data:`STYLED_CELLS` cells goes plain (Streamlit greys a missing value)."""
     styled = df.size <= STYLED_CELLS
-    data = df.round(digits)
-    if styled:  # whole-number floats (ages, counts next to NaN) print without decimals
-        whole = [c for c in df.select_dtypes("float").columns if df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
+    if styled:
+        whole = [c for c in df.select_dtypes("float").columns if COUNT_COLUMNS.fullmatch(str(c))
+                 and df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
         data = df.style.format(precision=digits, na_rep="—").format("{:.0f}", subset=whole, na_rep="—")
+    else:
+        data = df.round(digits)
     event = st.dataframe(data, hide_index=True, **kwargs)
     if df.isna().any().any():
         st.caption(why if styled else why.replace("—", "An empty cell", 1))
