@@ -54,8 +54,9 @@ def auroc_bars(perf: pd.DataFrame, *, title: str = "Test AUROC per label (95% bo
         fig.add_annotation(x=left + 0.01, y=lab, text=f"no AUROC: one class only ({k})", showarrow=False, xanchor="left")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey")
     fig.update_layout(title=title, xaxis=dict(range=[left, 1.0], title="AUROC"),
-                      yaxis=dict(tickmode="array", tickvals=list(df["label"]),
-                                 ticktext=[f"{lab}<br><sub>{k}</sub>" for lab, k in zip(df["label"], n)]), **_LAYOUT)
+                      yaxis=dict(tickmode="array", tickvals=list(df["label"]), automargin=True,
+                                 ticktext=[f"{lab} ({k})" for lab, k in zip(df["label"], n)]),
+                      **{**_LAYOUT, "height": max(_LAYOUT["height"], 120 + 32 * len(df))})
     return fig
 
 

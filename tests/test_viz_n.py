@@ -65,7 +65,7 @@ def test_auroc_bars_say_n_and_why_a_label_has_no_auroc():
     bar = fig.data[0]
     # n sits on the axis: text inside a bar that starts at 0 would be outside the visible range
     assert bar.text is None and list(fig.layout.yaxis.tickvals) == ["Hernia", "Mass"]
-    assert list(fig.layout.yaxis.ticktext) == ["Hernia<br><sub>n+ 0, n− 100</sub>", "Mass<br><sub>n+ 12, n− 88</sub>"]
+    assert list(fig.layout.yaxis.ticktext) == ["Hernia (n+ 0, n− 100)", "Mass (n+ 12, n− 88)"]
     assert list(bar.hovertext) == ["Hernia: no AUROC (one class only) [—, —]<br>n+ 0, n− 100",
                                    "Mass: 0.810 [0.700, 0.900]<br>n+ 12, n− 88"]
     assert [a.text for a in fig.layout.annotations] == ["no AUROC: one class only (n+ 0, n− 100)"]
