@@ -10,22 +10,30 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .display import SMALL_N, decision_text, ranking_display, reliance_display, shortcut_display, value_text, verdict_table
+from .errors import UnknownNameError
 from .stats import MIN_CI_N
 
 __all__ = [
+    "PAIRED_MEAN",
+    "SMALL_N",
     "auroc_bars",
     "cohort_bars",
+    "decision_text",
     "explainer_heatmap",
     "group_metric_bars",
     "paired_lines",
     "perturbation_lines",
     "prevalence_bars",
     "randomization_lines",
+    "ranking_display",
     "rate_bars",
     "regression_scatter",
+    "reliance_display",
+    "shortcut_differences",
+    "shortcut_display",
     "similarity_boxes",
     "sweep_lines",
-    "decision_text",
     "value_text",
     "verdict_table",
 ]
@@ -130,8 +138,6 @@ def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -
     return fig
 
 
-#: Cells, points and bars resting on fewer cases than this are greyed (shown, never hidden).
-SMALL_N = 10
 
 
 def explainer_heatmap(table: pd.DataFrame, value: str = "auc") -> go.Figure:
@@ -251,46 +257,39 @@ def perturbation_lines(row: pd.Series) -> go.Figure:
     return fig
 
 
-def paired_lines(f: pd.DataFrame) -> go.Figure:
-    """AUDCdiff with black vs (normalised) mean-image fill, one line per case (thesis Fig. 6), a colour
-    per explainer setting (column ``explainer`` where given, else ``method``) with its n of cases in
-    the legend (a case whose normalised value is undefined is left out)."""
-    fig = go.Figure()
+#: The mean-image value of :func:`paired_lines`: as measured, or rescaled to the black fill's range.
+PAIRED_MEAN = {"audc_diff_mean": "AUDCdiff", "audc_diff_mean_normalized": "normalised to black's range (thesis Fig. 6)"}
+
+
+def paired_lines(f: pd.DataFrame, mean: str = "audc_diff_mean") -> go.Figure:
+    """AUDCdiff with black vs mean-image fill, one line per case (thesis Fig. 6), a colour per explainer
+    setting (column ``explainer`` where given, else ``method``) with its n of cases in the legend (a case
+    without both values is left out). ``mean``: a key of :data:`PAIRED_MEAN`. A normalised value explodes
+    where the mean-image curve barely moves, so the axis spans the middle 90 % of the values (and ±1)
+    and the title counts the cases beyond it."""
+    if mean not in PAIRED_MEAN:
+        raise UnknownNameError("mean-image value", mean, tuple(PAIRED_MEAN))
+    fig, ys = go.Figure(), []
     for k, (method, g) in enumerate(f.groupby("explainer" if "explainer" in f else "method", sort=True)):
-        g = g[np.isfinite(g.audc_diff_black.astype(float)) & np.isfinite(g.audc_diff_mean_normalized.astype(float))]
+        g = g[np.isfinite(g.audc_diff_black.astype(float)) & np.isfinite(g[mean].astype(float))]
         for i, r in enumerate(g.itertuples()):
-            fig.add_scatter(x=["black", "mean image"], y=[r.audc_diff_black, r.audc_diff_mean_normalized],
+            y = [r.audc_diff_black, getattr(r, mean)]
+            ys += y
+            fig.add_scatter(x=["black", "mean image"], y=y,
                             mode="lines+markers", line=dict(color=PALETTE[k % len(PALETTE)], width=1), opacity=0.6,
                             name=f"{method} (n = {len(g)})", legendgroup=method, showlegend=i == 0,
                             hovertemplate=f"{method} · {r.image_id} · {r.label}: " + "%{y:.3f}<extra></extra>")
     fig.add_hline(y=0, line_dash="dash")
-    fig.update_layout(title="AUDCdiff by fill (> 0: the explanation beats a random order)", yaxis_title="AUDCdiff",
-                      **_LAYOUT)
+    title = "AUDCdiff by fill (> 0: the explanation beats a random order)"
+    if mean == "audc_diff_mean_normalized" and ys:
+        lo, hi = np.percentile(ys, [5, 95])
+        lo, hi = min(lo, -1.0), max(hi, 1.0)
+        pad = 0.05 * (hi - lo)
+        fig.update_yaxes(range=[lo - pad, hi + pad])
+        beyond = int(np.sum((np.asarray(ys) < lo - pad) | (np.asarray(ys) > hi + pad)))
+        title += f"<br><sub>mean image normalised; {beyond} value{'s' * (beyond != 1)} beyond the axis</sub>"
+    fig.update_layout(title=title, yaxis_title="AUDCdiff", **_LAYOUT)
     return fig
-
-
-def ranking_display(ranking: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The explainer ranking as a reader sees it: the mean with n, and each explainer's paired
-    difference from the best with its CI — or why there is none — never a bare NaN."""
-    rows = []
-    for r in ranking.itertuples(index=False):
-        d = r._asdict()
-        if d["vs"] is None or d["vs"] != d["vs"]:
-            versus = "best"
-        elif not d["n_paired"]:
-            versus = f"no case scored by both it and {d['vs']}: not compared"
-        elif d["lower"] != d["lower"]:
-            versus = (f"{d['difference']:+.3f} behind {d['vs']} on {int(d['n_paired'])} shared cases "
-                      f"(no interval from fewer than 5)")
-        else:
-            verdict = "behind" if d["behind"] else "not distinguishable from"
-            versus = (f"{verdict} {d['vs']}: {d['difference']:+.3f} [{d['lower']:.3f}, {d['upper']:.3f}], "
-                      f"n = {int(d['n_paired'])} shared cases")
-        small = " (n < 10)" if d["n"] < SMALL_N else ""
-        rows.append({"finding": d["label"], "rank": d["rank"], "explainer": d["explainer"],
-                     metric: f"{d[metric]:.3f}{small}", "n": d["n"], "compared with the best (paired bootstrap 95 % CI)":
-                     versus})
-    return pd.DataFrame(rows)
 
 
 def shortcut_differences(summary: pd.DataFrame) -> go.Figure:
@@ -312,87 +311,3 @@ def shortcut_differences(summary: pd.DataFrame) -> go.Figure:
                       xaxis_title="difference in share of the map's positive mass in the marker zone",
                       height=120 + 40 * len(s), margin=dict(r=60))
     return fig
-
-
-def value_text(value: float, why: str, *, digits: int = 3) -> str:
-    """A number for a caption, or ``why`` it is missing (a NaN is never printed).
-
-    >>> value_text(0.12345, "no cases"), value_text(float("nan"), "no cases")
-    ('0.123', 'no cases')
-    """
-    return why if value is None or value != value else f"{value:.{digits}f}"
-
-
-def decision_text(prob: float, threshold: float, outcome) -> str:
-    """A case's probability, threshold and outcome for a caption, saying why a part is missing.
-
-    >>> decision_text(0.83, 0.45, "TP"), decision_text(0.83, float("nan"), None)
-    ('P 0.830 (threshold 0.450) · TP', 'P 0.830 · no decision: no threshold stored for this label')
-    >>> decision_text(0.83, 0.45, "")
-    'P 0.830 (threshold 0.450) · no outcome: ground truth unknown'
-    """
-    if threshold is None or threshold != threshold:
-        return f"P {value_text(prob, 'missing')} · no decision: no threshold stored for this label"
-    if not outcome or outcome != outcome:
-        return f"P {prob:.3f} (threshold {threshold:.3f}) · no outcome: ground truth unknown"
-    return f"P {prob:.3f} (threshold {threshold:.3f}) · {outcome}"
-
-
-def verdict_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Arun et al.'s PASS/FAIL summary (``trust.pass_fail``) as a reader sees it: per criterion its
-    verdict, mean, p and the n of images it rests on, "—" where a method has no scores for it.
-
-    >>> t = pd.DataFrame({"method": ["a", "b"], "utility": ["PASS", None], "utility_mean": [0.61, None],
-    ...                   "utility_p": [0.001, None], "utility_n": [30, None]})
-    >>> verdict_table(t).to_dict("records")[1]
-    {'method': 'b', 'utility': '—', 'utility mean': '—', 'utility p': '—', 'utility n': '—'}
-    """
-    if table.empty or "method" not in table:
-        return table
-    out = pd.DataFrame({"method": table["method"]})
-    for crit in ("utility", "randomization", "repeatability", "reproducibility"):
-        if crit not in table:
-            continue
-        there = table[f"{crit}_n"].notna()
-        out[crit] = table[crit].where(there, "—")
-        out[f"{crit} mean"] = [value_text(v, "—") for v in table[f"{crit}_mean"]]
-        out[f"{crit} p"] = [value_text(v, "—", digits=4) for v in table[f"{crit}_p"]]
-        out[f"{crit} n"] = [str(int(n)) if ok else "—" for n, ok in zip(table[f"{crit}_n"], there)]
-    return out
-
-
-def _ci_text(value: float, lower: float, upper: float, n: int) -> str:
-    if value != value:
-        return "no cases"
-    if lower != lower:
-        return f"{value:+.3f} (no interval from n = {n} < 5)"
-    return f"{value:+.3f} [{lower:+.3f}, {upper:+.3f}]"
-
-
-def _share(v: float) -> str:
-    return "no map with positive mass" if v != v else f"{v:.1%}"
-
-
-def shortcut_display(summary: pd.DataFrame) -> pd.DataFrame:
-    """The planted-shortcut summary as a reader sees it: shares as percentages beside the chance
-    level, the paired difference with its CI and n, and the verdict — never a bare NaN."""
-    return pd.DataFrame([{
-        "explainer": r.method, "verdict": r.verdict,
-        "shortcut − control (95 % CI)": _ci_text(r.difference, r.lower, r.upper, r.pairs), "n pairs": r.pairs,
-        "marker share, shortcut model": _share(r.shortcut_share), "marker share, control": _share(r.control_share),
-        "chance (zone area)": f"{r.chance:.1%}",
-        "peak on marker, shortcut / control": " / ".join("no map" if v != v else f"{v:.0%}"
-                                                          for v in (r.shortcut_peak, r.control_peak)),
-        "lesion share (positives), shortcut / control": f"{_share(r.shortcut_lesion_share)} / "
-                                                        f"{_share(r.control_lesion_share)}",
-    } for r in summary.itertuples(index=False)])
-
-
-def reliance_display(reliance: pd.DataFrame) -> pd.DataFrame:
-    """Each model's probability with and without the marker on the same cases, with n and CI."""
-    return pd.DataFrame([{
-        "model": f"{r.model_id} ({r.role})", "cases": r.cases, "n": r.n,
-        "probability with marker": "no cases" if r.n == 0 else f"{r.prob_with:.3f}",
-        "without": "no cases" if r.n == 0 else f"{r.prob_without:.3f}",
-        "shift (95 % CI)": _ci_text(r.shift, r.lower, r.upper, r.n),
-    } for r in reliance.itertuples(index=False)])

@@ -28,4 +28,6 @@ with c1:
                f"{viz.value_text(row.audc_diff_mean, 'not computed')} (normalised "
                f"{viz.value_text(row.audc_diff_mean_normalized, 'not defined: the mean-image deletion curve ends where it starts')})")
 with c2:
-    ui.chart(viz.paired_lines(rows), key="paired")
+    mean = st.radio("Mean-image AUDCdiff", list(viz.PAIRED_MEAN), format_func=viz.PAIRED_MEAN.get, horizontal=True,
+                    key="fid_mean")
+    ui.chart(viz.paired_lines(rows, mean), key="paired")

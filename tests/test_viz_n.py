@@ -104,6 +104,18 @@ def test_prevalence_hover_claims_no_unlabelled_count_it_was_not_given():
 def test_paired_lines_draw_each_setting_of_a_method_with_its_own_n():
     rows = pd.DataFrame({"method": ["occlusion"] * 3, "explainer": ["occlusion 32/16", "occlusion 32/16", "occlusion 16/16"],
                          "image_id": ["a", "b", "a"], "label": ["Mass"] * 3, "audc_diff_black": [0.1, 0.2, 0.3],
-                         "audc_diff_mean_normalized": [0.0, np.nan, 0.5]})
-    legend = sorted(t.name for t in viz.paired_lines(rows).data if t.showlegend)
+                         "audc_diff_mean": [0.1, 0.2, 0.3], "audc_diff_mean_normalized": [0.0, np.nan, 0.5]})
+    legend = sorted(t.name for t in viz.paired_lines(rows, "audc_diff_mean_normalized").data if t.showlegend)
     assert legend == ["occlusion 16/16 (n = 1)", "occlusion 32/16 (n = 1)"]  # b has no normalised value
+    assert sorted(t.name for t in viz.paired_lines(rows).data if t.showlegend) == ["occlusion 16/16 (n = 1)",
+                                                                                   "occlusion 32/16 (n = 2)"]
+
+
+def test_paired_lines_keep_the_black_values_readable_beside_an_exploding_normalised_one():
+    rows = pd.DataFrame({"method": "gradcam", "image_id": list("abcdefghijklmnopqrst"), "label": "Mass",
+                         "audc_diff_black": np.linspace(0.1, 0.4, 20), "audc_diff_mean": 0.2,
+                         "audc_diff_mean_normalized": [-700.0] + list(np.linspace(-0.5, 0.5, 19))})
+    fig = viz.paired_lines(rows, "audc_diff_mean_normalized")
+    lo, hi = fig.layout.yaxis.range
+    assert -1.5 < lo < -1 and 1 < hi < 1.5 and "1 value beyond the axis" in fig.layout.title.text
+    assert viz.paired_lines(rows).layout.yaxis.range is None  # raw AUDCdiff: the whole range

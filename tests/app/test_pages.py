@@ -189,3 +189,7 @@ def test_fidelity_summary_counts_the_cases_with_a_value_per_measure_and_the_char
     assert summary[["lower", "upper"]].isna().all().all()  # the tiny store has 2 cases: no interval
     chart = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert {t["name"] for t in chart["data"] if t.get("showlegend")} == {f"gradcam (n = {total})"}
+    assert "normalised" not in chart["layout"]["title"]["text"]
+    at.radio(key="fid_mean").set_value("audc_diff_mean_normalized").run()
+    chart = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert "mean image normalised" in chart["layout"]["title"]["text"]
