@@ -1,6 +1,5 @@
-"""The papers' tables from a store (``python -m cxrxai report NAME``; the app's pages): each is
-``fn(store, model_id, **options) -> DataFrame``, listed in :data:`REPORTS` with what it
-reproduces; conventions are options, defaulting to the paper's."""
+"""The papers' tables from a store (``python -m cxrxai report NAME``; the app's pages): each is ``fn(store,
+model_id, **options) -> DataFrame``, in :data:`REPORTS` with what it reproduces; conventions are options (papers' defaults)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from . import stats
 from .errors import StoreError, UnknownNameError
 from .labels import NO_FINDING
 from .metrics import fairness, shortcut, trust
-from .store import Store, main_settings, setting_names
+from .store import Store, main_rows, setting_names
 from .summaries import fill_command, model_performance, prediction_table
 
 __all__ = ["REPORTS", "Report", "geometry_cases", "localization_cases", "report_options", "run_report"]
@@ -43,9 +42,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
                        ) -> pd.DataFrame:
     """Per-case localization rows joined with demographics, parameters and geometry.
 
-    With ``method``, one setting of it: ``params_key``, or by default its default setting (occlusion
-    32/16 beside a sweep's other settings), else the most scored one, so no case counts twice;
-    ``params_key="*"`` keeps every setting.
+    With ``method``, one setting of it: ``params_key``, by default its default (occlusion 32/16, not the
+    sweep's), else its most scored, so no case counts twice; ``params_key="*"`` keeps every setting.
 
     ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
     thesis's TP cases), ``positive`` (ground truth positive: Saporta's true-positive slice of
@@ -68,9 +66,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
                              f"localization has {', '.join(have)}); precompute its maps with "
                              f"`{fill_command(store, 'localization').replace('gradcam,gradcam++', method)}`")
         if params_key is None:
-            counts = loc.groupby(["method", "params_key"]).size().reset_index(name="n")
-            params_key = main_settings(counts, store.default_settings(model_id)).params_key.iloc[0]
-        if params_key != "*":
+            loc = main_rows(loc, store.default_settings(model_id))
+        elif params_key != "*":
             loc = loc[loc.params_key == params_key]
     if slice_ == "true_positive":
         loc = loc[loc.gt_positive & (loc.predicted == True)]  # noqa: E712 — nullable: NA counts as not predicted
@@ -86,9 +83,13 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
     return loc.merge(imgs, on="image_id", how="left")
 
 
-def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive") -> pd.DataFrame:
-    """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n (n_auc: cases with an AUC)."""
+def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive", settings: str = "main") -> pd.DataFrame:
+    """Thesis Table 1: explainer × finding IoU (mean, sd), PLA and AUC (mean, sd), n (n_auc: cases with an AUC);
+    ``settings``: each method's ``main`` setting (its default: occlusion 32/16), or ``all`` (the sweep's too)."""
+    if settings not in ("main", "all"):
+        raise UnknownNameError("settings", settings, ("main", "all"))
     cases = localization_cases(store, model_id, slice_=slice_)
+    cases = main_rows(cases, store.default_settings(model_id)) if settings == "main" else cases
     keys = cases[["method", "params_key"]].drop_duplicates()  # named per setting, not per row (75 k rows at MIMIC size)
     keys["explainer"] = setting_names(keys)
     cases = cases.merge(keys, on=["method", "params_key"], how="left")

@@ -11,7 +11,8 @@ store, model_id = ui.page("Explainer benchmark")
 
 slice_ = st.radio("Cases", ["true_positive", "positive"], horizontal=True, key="bench_slice",
                   format_func={"true_positive": "true positives (thesis)", "positive": "all positives (Saporta)"}.get)
-table = ui.try_report(store, "explainers", model_id, slice_=slice_)
+every = st.checkbox("Include the occlusion sweep's other patch/stride settings (few cases each)", key="bench_every")
+table = ui.try_report(store, "explainers", model_id, slice_=slice_, settings="all" if every else "main")
 if table is not None and not table.empty:
     value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")

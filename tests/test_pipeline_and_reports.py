@@ -79,6 +79,13 @@ def test_explainer_report_has_every_explainer(store):
     # only explainers: the second reader and the baselines have their own source, not rows of Table 1
     assert {e.split(" ")[0] for e in t.explainer} == {"gradcam", "gradcam++", "gradientshap", "ig", "occlusion"}
     assert t.auc.dropna().between(0, 1).all()
+    # thesis Table 1: one setting per method (occlusion 32/16); the sweep's only with settings="all"
+    assert sorted(e for e in t.explainer.unique() if e.startswith("occlusion")) == ["occlusion 32/16"]
+    every = run_report(store, "explainers", "tiny-densenet121", slice_="positive", settings="all")
+    assert {e for e in every.explainer if e.startswith("occlusion")} == {"occlusion 32/16", "occlusion 32/32",
+                                                                          "occlusion 16/16"}
+    with pytest.raises(UnknownNameError, match="settings"):
+        run_report(store, "explainers", "tiny-densenet121", settings="some")
 
 
 def test_occlusion_sweep_report_lists_settings_with_timings(store):
@@ -223,7 +230,7 @@ def test_explainer_table_keeps_two_settings_of_a_method_apart(tiny_full_store, t
         cur.execute("INSERT INTO localization SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
                     "'\"layer\":\"other.') AS params_key) FROM localization WHERE method = 'gradcam'")
     with open_store(path) as s:
-        t = explainer_table(s, "tiny-densenet121", slice_="all")
+        t = explainer_table(s, "tiny-densenet121", slice_="all", settings="all")
         layer = json.loads(s.default_settings("tiny-densenet121")["gradcam"])["layer"]
     names = sorted(n for n in t.explainer.unique() if n.startswith("gradcam") and not n.startswith("gradcam++"))
     assert names == [f"gradcam (layer={layer})", f"gradcam (layer=other.{layer})"]

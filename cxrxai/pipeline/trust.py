@@ -22,7 +22,7 @@ from ..metrics import fidelity, trust
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
 from ..postprocess import positive, upsample
-from ..store import main_settings
+from ..store import main_rows
 from .maps import available, default_settings, positive_pairs
 
 __all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_cases", "fidelity_stage", "trust_map", "trust_stage"]
@@ -128,9 +128,7 @@ def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:
     """Each method's setting of the analyses (:func:`~cxrxai.store.main_settings`): its stored defaults
     (occlusion 32/16) where it has maps of them, else its most stored setting; never the sweep's other
     patch/stride settings, which a full build stores on as many cases as 32/16."""
-    counts = index.groupby(["method", "params_key"]).size().reset_index(name="n")
-    main = main_settings(counts, default_settings(model))
-    return index.merge(main[["method", "params_key"]], on=["method", "params_key"])
+    return main_rows(index, default_settings(model))
 
 
 def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import json
 
 import pandas as pd
 
-__all__ = ["main_settings", "setting_names"]
+__all__ = ["main_rows", "main_settings", "setting_names"]
 
 _OCCLUSION_WINDOW = ("patch", "stride")
 
@@ -29,6 +29,12 @@ def main_settings(counts: pd.DataFrame, defaults: dict[str, str]) -> pd.DataFram
     c = counts.assign(_default=counts.params_key == counts.method.map(defaults))
     c = c.sort_values(["method", "_default", "n", "params_key"], ascending=[True, False, False, True])
     return c.groupby("method").head(1).drop(columns="_default").reset_index(drop=True)
+
+
+def main_rows(rows: pd.DataFrame, defaults: dict[str, str]) -> pd.DataFrame:
+    """The rows (any table with method, params_key) of each method's :func:`main_settings`, counted in ``rows``."""
+    counts = rows.groupby(["method", "params_key"]).size().reset_index(name="n")
+    return rows.merge(main_settings(counts, defaults)[["method", "params_key"]], on=["method", "params_key"])
 
 
 def setting_names(pairs: pd.DataFrame) -> list[str]:
