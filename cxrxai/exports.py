@@ -44,7 +44,7 @@ def export_segmentations(store: Store, model_id: str, method: str, out: str | Pa
     index = store.map_index(model_id=model_id, method=method)
     if index.empty:
         raise StoreError(f"no {method} maps of {model_id} in the store")
-    key = index["params_key"].value_counts().index[0]
+    key = store.main_map_settings(model_id, method=method).params_key.iloc[0]  # its default, not a sweep setting
     sizes = store.images(image_ids=index.image_id.unique()).set_index("image_id")[["height", "width"]]
     labels = sorted(index.label.unique())
     out_json: dict = {}

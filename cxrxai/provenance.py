@@ -65,7 +65,7 @@ def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, opti
         pairs = table[["method", "params_key"]].drop_duplicates().itertuples(index=False)
         return "; ".join(f"{m} {k}" for m, k in pairs)
     method = _EVERY_SETTING.get(name, options.get("method"))
-    every = name in _EVERY_SETTING
+    every = name in _EVERY_SETTING or options.get("settings") == "all"
     counts = store.map_settings(model_id, method=method) if every else store.main_map_settings(model_id, method=method)
     if counts.empty:
         return f"{method}: no stored maps" if method else "no stored maps"

@@ -42,7 +42,7 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
                        ) -> pd.DataFrame:
     """Per-case localization rows joined with demographics, parameters and geometry.
 
-    With ``method``, one setting of it: ``params_key``, by default its default (occlusion 32/16, not the
+    One setting per method: ``params_key``, by default the method's default (occlusion 32/16, not the
     sweep's), else its most scored, so no case counts twice; ``params_key="*"`` keeps every setting.
 
     ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
@@ -65,10 +65,10 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
             raise StoreError(f"model {model_id!r} has no localization metrics for explainer {method!r} (table "
                              f"localization has {', '.join(have)}); precompute its maps with "
                              f"`{fill_command(store, 'localization').replace('gradcam,gradcam++', method)}`")
-        if params_key is None:
-            loc = main_rows(loc, store.default_settings(model_id))
-        elif params_key != "*":
-            loc = loc[loc.params_key == params_key]
+    if params_key is None:  # chosen on every case, not the slice, so every report scores the same setting
+        loc = main_rows(loc, store.default_settings(model_id))
+    elif params_key != "*":
+        loc = loc[loc.params_key == params_key]
     if slice_ == "true_positive":
         loc = loc[loc.gt_positive & (loc.predicted == True)]  # noqa: E712 — nullable: NA counts as not predicted
     elif slice_ == "positive":
@@ -88,8 +88,7 @@ def explainer_table(store: Store, model_id: str, *, slice_: str = "true_positive
     ``settings``: each method's ``main`` setting (its default: occlusion 32/16), or ``all`` (the sweep's too)."""
     if settings not in ("main", "all"):
         raise UnknownNameError("settings", settings, ("main", "all"))
-    cases = localization_cases(store, model_id, slice_=slice_)
-    cases = main_rows(cases, store.default_settings(model_id)) if settings == "main" else cases
+    cases = localization_cases(store, model_id, slice_=slice_, params_key=None if settings == "main" else "*")
     keys = cases[["method", "params_key"]].drop_duplicates()  # named per setting, not per row (75 k rows at MIMIC size)
     keys["explainer"] = setting_names(keys)
     cases = cases.merge(keys, on=["method", "params_key"], how="left")
@@ -282,10 +281,11 @@ def trust_table(store: Store, model_id: str, *, data_range: float = 1.0, alpha: 
         rows.append(pd.DataFrame({"method": k.method, "criterion": kind, "value": k.ssim, "baseline": 0.5}))
     loc = store.table("localization", model_id=model_id, reader="gt")
     if not loc.empty:
+        expl = main_rows(loc[loc.source == "explainer"], store.default_settings(model_id))  # one setting per method
         loc = loc[loc.gt_positive]
         avg = loc[(loc.source == "baseline") & (loc.method == "average_mask")].set_index(["image_id", "label"])["pr_auc"]
         for method in rand.method.unique():
-            m = loc[(loc.source == "explainer") & (loc.method == method)].set_index(["image_id", "label"])["pr_auc"]
+            m = expl[expl.gt_positive & (expl.method == method)].set_index(["image_id", "label"])["pr_auc"]
             both = pd.concat({"v": m, "b": avg}, axis=1).dropna()
             rows.append(pd.DataFrame({"method": method, "criterion": "utility", "value": both.v, "baseline": both.b}))
     return trust.pass_fail(pd.concat(rows, ignore_index=True), alpha=alpha)

@@ -8,7 +8,7 @@ import pandas as pd
 from .errors import StoreError
 from .labels import AGE_BINS, NO_FINDING
 from .metrics.classification import auroc_ci
-from .store import Store
+from .store import Store, main_rows
 
 __all__ = ["ALL", "case_table", "cohort_table", "fill_command", "filter_cases", "label_table", "model_performance",
            "outcome", "prediction_table", "resolve_split"]
@@ -134,8 +134,8 @@ def case_table(store: Store, model_id: str, *, split: str | None = None, method:
     t["outcome"] = outcome(t["ground_truth"], t["predicted"])
     if method is not None:
         loc = store.table("localization", model_id=model_id, source="explainer", method=method, reader=reader)
-        if params_key is not None and not loc.empty:
-            loc = loc[loc.params_key == params_key]
+        if not loc.empty:  # one setting: the given one, else the method's default (not a sweep setting)
+            loc = loc[loc.params_key == params_key] if params_key else main_rows(loc, store.default_settings(model_id))
         if not loc.empty:
             t = t.merge(loc[["image_id", "label", "iou", "hit", "roc_auc"]].drop_duplicates(["image_id", "label"]),
                         on=["image_id", "label"], how="left")

@@ -77,7 +77,7 @@ def prevalence_bars(labels: pd.DataFrame) -> go.Figure:
         unknown = grp["unknown"] if "unknown" in grp else [None] * len(grp)
         hover = [f"{lab}: {pos} of {k} labelled images ("
                  + ("no labelled image" if not prev == prev else f"{prev:.1%}") + ")"
-                 + ("" if u is None else f"; {u} without a label")
+                 + ("" if u is None or u != u else f"; {u:.0f} without a label")
                  for lab, pos, k, prev, u in zip(grp["label"], grp["positive"], known, grp["prevalence"], unknown)]
         fig.add_bar(name=str(split), x=grp["label"], y=grp["positive"], hovertext=hover,
                     hovertemplate="%{hovertext}<extra>" + str(split) + "</extra>")
@@ -136,8 +136,6 @@ def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -
                             f"fewer than {SMALL_N})", barmode="group",
                       yaxis_title=metric, clickmode="event+select", **_LAYOUT)
     return fig
-
-
 
 
 def explainer_heatmap(table: pd.DataFrame, value: str = "auc") -> go.Figure:

@@ -111,9 +111,9 @@ def download_png(render, name: str, *, key: str) -> None:
 STYLED_CELLS = 100_000
 
 
-#: Columns that count (n, n_paired, maps, cases_scored) or hold an age: as floats (a NaN beside them)
-#: they print without decimals when every value is whole; a metric of 1.0 keeps its decimals.
-COUNT_COLUMNS = re.compile(r"age|n|n_\w+|\w+_n|maps|cases\w*")
+#: Columns that count (n, n_paired, maps, cases_scored), hold an age or a 0/1 truth: as floats (a NaN
+#: beside them) they print without decimals when every value is whole; a metric of 1.0 keeps its decimals.
+COUNT_COLUMNS = re.compile(r"age|n|n_\w+|\w+_n|maps|cases\w*|ground_truth|predicted")
 
 
 def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):

@@ -31,7 +31,7 @@ if ranking is not None and not ranking.empty:
     st.dataframe(viz.ranking_display(ranking, rank_metric), hide_index=True)
     ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank")
     st.caption("Per finding, explainers by mean score; each is compared with the best on the cases both scored "
-               "(paired bootstrap over cases, 1,000 resamples, CheXlocalize's percentile bounds). \"behind\": the "
+               "(paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": the "
                "interval excludes 0. Exact phantom masks, reference reader.")
 
 st.subheader("Model or method? A planted shortcut")

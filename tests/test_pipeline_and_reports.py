@@ -201,17 +201,24 @@ def test_reports_score_an_explainers_default_setting_where_another_has_as_many_r
 
     from cxrxai.reports import explainer_ranking, localization_cases
     from cxrxai.store import write_store
+    from cxrxai.summaries import case_table
 
     path = tmp_path / "tie.duckdb"
     shutil.copy(tiny_full_store, path)
     model, other = "tiny-densenet121", '{"a":1}'
     with write_store(path) as w, w._cursor() as cur:
         cur.execute("INSERT INTO localization SELECT DISTINCT ON (model_id, image_id, label, reader) * REPLACE "
-                    "(? AS params_key) FROM localization WHERE method = 'occlusion' AND model_id = ?", [other, model])
+                    "(? AS params_key, 0.987 AS iou) FROM localization WHERE method = 'occlusion' AND model_id = ?",
+                    [other, model])
+        default = json.loads(w.meta(f"default_settings:{model}"))["occlusion"]
+        cur.execute("CREATE TEMP TABLE moved AS SELECT * FROM localization WHERE params_key = ?", [default])
+        cur.execute("DELETE FROM localization WHERE params_key = ?", [default])  # the default's rows now come last
+        cur.execute("INSERT INTO localization SELECT * FROM moved")
     with open_store(path) as s:
-        default = s.default_settings(model)["occlusion"]
         assert localization_cases(s, model, slice_="all", method="occlusion").params_key.unique().tolist() == [default]
         assert "occlusion 32/16" in set(explainer_ranking(s, model, slice_="all").explainer)
+        shown = case_table(s, model, method="occlusion").dropna(subset=["iou"])
+        assert len(shown) and not (shown.iou == 0.987).any()  # the explorer's scores are the default's too
     with write_store(path) as w, w._cursor() as cur:
         cur.execute("DELETE FROM meta WHERE key LIKE 'default_settings:%'")
     with open_store(path) as s:
@@ -236,6 +243,10 @@ def test_explainer_table_keeps_two_settings_of_a_method_apart(tiny_full_store, t
     assert names == [f"gradcam (layer={layer})", f"gradcam (layer=other.{layer})"]
     n = t[t.explainer.isin(names)].groupby("explainer")["n"].sum()
     assert n.iloc[0] == n.iloc[1]  # each its own n, not both counted as one
+    with open_store(tiny_full_store) as s:  # Arun's utility scores one setting: the same n as before the copy
+        before = run_report(s, "trust", "tiny-densenet121").set_index("method").loc["gradcam", "utility_n"]
+    with open_store(path) as s:
+        assert run_report(s, "trust", "tiny-densenet121").set_index("method").loc["gradcam", "utility_n"] == before
 
 
 def test_fidelity_intervals_are_the_percentile_bootstrap_its_export_header_names(tiny_full_store, tmp_path):

@@ -97,3 +97,15 @@ def test_the_fidelity_export_names_the_settings_it_scored_and_its_bootstrap(tiny
     assert len(pairs) == 1 and pairs.index[0][0] == "gradcam"  # not every stored method's setting
     assert none["explainer parameters"] == "none scored (table fidelity has no rows for another-model)"
     assert head["interval"].startswith("percentile bootstrap over cases, 1000 resamples, seed 2")
+
+
+def test_the_explainer_table_header_names_the_sweep_settings_only_when_it_shows_them(tiny_full_store):
+    with open_store(tiny_full_store) as store:
+        model_id = store.models().model_id.iloc[0]
+        sweep = set(store.map_settings(model_id, method="occlusion").params_key)
+        heads = {settings: report_provenance(store, "explainers", model_id, run_report(store, "explainers", model_id,
+                                                                                         settings=settings),
+                                             settings=settings)["explainer parameters"] for settings in ("main", "all")}
+    assert len(sweep) == 3
+    assert sum(key in heads["main"] for key in sweep) == 1 and all(key in heads["all"] for key in sweep)
+

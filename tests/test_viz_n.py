@@ -99,6 +99,8 @@ def test_prevalence_hover_gives_its_denominator_and_the_unlabelled():
 def test_prevalence_hover_claims_no_unlabelled_count_it_was_not_given():
     labels = pd.DataFrame({"split": ["test"], "label": ["Mass"], "positive": [3], "negative": [9], "prevalence": [0.25]})
     assert list(viz.prevalence_bars(labels).data[0].hovertext) == ["Mass: 3 of 12 labelled images (25.0%)"]
+    labels["unknown"] = [np.nan]  # an outer join's missing count is no count either
+    assert list(viz.prevalence_bars(labels).data[0].hovertext) == ["Mass: 3 of 12 labelled images (25.0%)"]
 
 
 def test_paired_lines_draw_each_setting_of_a_method_with_its_own_n():

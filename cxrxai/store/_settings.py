@@ -40,20 +40,34 @@ def main_rows(rows: pd.DataFrame, defaults: dict[str, str]) -> pd.DataFrame:
 def setting_names(pairs: pd.DataFrame) -> list[str]:
     """A reader's name for each (method, params_key) row of ``pairs``: the method, occlusion's
     window ("occlusion 32/16"), and the parameters in which the method's settings in ``pairs``
-    differ ("integrated_gradients (n_steps=20)"), so two settings never share a name.
+    differ ("integrated_gradients (n_steps=20)"), so two settings never share a name (where the
+    values print alike, 1 and 1.0, the key itself is added).
 
     >>> p = pd.DataFrame({"method": ["ig", "ig", "occlusion"],
     ...                   "params_key": ['{"n":20,"o":1}', '{"n":50,"o":1}', '{"patch":32,"stride":16}']})
     >>> setting_names(p)
     ['ig (n=20)', 'ig (n=50)', 'occlusion 32/16']
     """
-    parsed = [json.loads(k) for k in pairs["params_key"]]
-    names = []
-    for method, p in zip(pairs["method"], parsed):
-        siblings = [q for m, q in zip(pairs["method"], parsed) if m == method]
-        window = method == "occlusion" and all(k in p for k in _OCCLUSION_WINDOW)
-        differ = sorted(k for k in set().union(*siblings) if any(q.get(k) != p.get(k) for q in siblings)
-                        and not (window and k in _OCCLUSION_WINDOW))
-        name = f"{method} {p['patch']}/{p['stride']}" if window else method
-        names.append(name + (" (" + ", ".join(f"{k}={p.get(k)}" for k in differ) + ")" if differ else ""))
-    return names
+    keys = pairs[["method", "params_key"]].drop_duplicates()
+    parsed = {k: json.loads(k) for k in keys["params_key"]}
+    named = {}
+    for method, group in keys.groupby("method", sort=False):
+        siblings = [parsed[k] for k in group["params_key"]]
+        for key in group["params_key"]:
+            named[method, key] = _name(method, parsed[key], siblings)
+        clash = pd.Series({k: named[method, k] for k in group["params_key"]}).duplicated(keep=False)
+        for key in clash[clash].index:
+            named[method, key] += f" {key}"
+    return [named[m, k] for m, k in zip(pairs["method"], pairs["params_key"])]
+
+
+def _value(params: dict, key: str) -> str:
+    return json.dumps(params[key]) if key in params else "unset"  # 1 and 1.0, null and unset differ
+
+
+def _name(method: str, p: dict, siblings: list[dict]) -> str:
+    window = method == "occlusion" and all(k in p for k in _OCCLUSION_WINDOW)
+    differ = sorted(k for k in set().union(*siblings) if not (window and k in _OCCLUSION_WINDOW)
+                    and any(_value(q, k) != _value(p, k) for q in siblings))
+    name = f"{method} {p['patch']}/{p['stride']}" if window else method
+    return name + (" (" + ", ".join(f"{k}={p.get(k, 'unset')}" for k in differ) + ")" if differ else "")

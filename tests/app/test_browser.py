@@ -90,12 +90,28 @@ def app_url(tiny_full_store):
         yield url
 
 
+def choose(page, label: str, option: str, *, tries: int = 3) -> None:
+    """Pick ``option`` in the selectbox labelled ``label``. The heading shows before the page has finished
+    its first run, and a rerun closes an open dropdown, so opening it is retried (a slow, busy CPU)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    for attempt in range(tries):
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+
+
 def explorer_with(page, app_url: str, explainer: str, keys: dict[str, str] | None = None, *, pause_ms: int = 800):
     """Open the explorer, choose ``explainer`` and press ``keys`` (slider label → key) on its sliders."""
     page.goto(f"{app_url}/explorer")
     page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first.click()
-    page.get_by_role("option", name=explainer, exact=True).click()
+    choose(page, "Explainer", explainer)
     for label, key in (keys or {}).items():
         page.get_by_text(label).first.wait_for(timeout=60_000)
         slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")

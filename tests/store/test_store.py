@@ -305,3 +305,15 @@ def test_stored_methods_lists_each_explainer_with_maps_once(store_path):
                 for i in ("i1", "i2") for meth in ("gradcam", "occlusion") for k in (1, 2)]
         w.put_maps(rows)
         assert w.stored_methods("m") == ["gradcam", "occlusion"] and w.stored_methods("other") == []
+
+
+def test_setting_names_tell_every_stored_setting_apart():
+    from cxrxai.store import setting_names
+
+    pairs = pd.DataFrame({"method": ["ig", "ig", "ig", "ig", "occlusion", "occlusion", "gradcam"],
+                          "params_key": ['{"n":20}', '{"n":20.0}', '{"n":null}', "{}", '{"patch":32,"stride":16}',
+                                         '{"patch":32,"stride":16}', '{"layer":"x"}']})
+    names = setting_names(pairs)
+    assert names[4] == names[5] == "occlusion 32/16" and names[6] == "gradcam"  # repeated pairs: one name
+    assert len(set(names[:4])) == 4, names[:4]  # 20 vs 20.0, null vs unset: four settings, four names
+    assert names[:4] == ["ig (n=20)", "ig (n=20.0)", "ig (n=None)", "ig (n=unset)"]
