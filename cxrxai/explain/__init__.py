@@ -31,7 +31,7 @@ from ..models.spec import preprocess
 from . import methods as _builtins  # noqa: F401 — registers the built-in explainers
 from ._common import as_module, check_image, check_target, n_outputs
 from .native import native_map
-from .occlusion import Cancelled, OcclusionGrid, occlusion_grid, occlusion_progressive, rebuild_map
+from .occlusion import Cancelled, OcclusionGrid, occlusion_grid, occlusion_grids, occlusion_progressive, rebuild_map
 from .registry import METHODS, Method, Param, get, method_names, register, unregister
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "method_names",
     "native_map",
     "occlusion_grid",
+    "occlusion_grids",
     "occlusion_progressive",
     "postprocess",
     "random_map",

@@ -103,11 +103,12 @@ class IncrementalDenseNet:
 
     # ------------------------------------------------------------------ scores
     def window_scores(self, x: torch.Tensor, baseline: torch.Tensor, starts: list[tuple[int, int]], patch: int,
-                      target: int, batch_size: int, progress=None, cancel=None, cancelled=None) -> np.ndarray:
+                      targets: list[int], batch_size: int, progress=None, cancel=None, cancelled=None) -> np.ndarray:
+        """(windows, targets) score drops: every target's from the same occluded passes."""
         h, w = x.shape[-2:]
         clean = self._clean(x)
-        clean_score = float(self._score(self.m(x))[0, target])
-        out = np.empty(len(starts), np.float32)
+        clean_score = self._score(self.m(x))[0, targets].float()
+        out = np.empty((len(starts), len(targets)), np.float32)
         pad = 8
         xpad = F.pad(x, (pad, pad, pad, pad))
         bpad = F.pad(baseline.expand_as(x), (pad, pad, pad, pad))
@@ -116,7 +117,7 @@ class IncrementalDenseNet:
                 raise cancelled(f"occlusion cancelled after {s} of {len(starts)} windows")
             chunk = starts[s:s + batch_size]
             logits = self._occluded_logits(xpad, bpad, pad, (h, w), chunk, patch, clean)
-            out[s:s + len(chunk)] = (clean_score - self._score(logits)[:, target].float()).cpu().numpy()
+            out[s:s + len(chunk)] = (clean_score - self._score(logits)[:, targets].float()).cpu().numpy()
             if progress:
                 progress(s + len(chunk), len(starts))
         return out

@@ -21,7 +21,7 @@ from .gradients import (
     saliency,
     smoothgrad,
 )
-from .occlusion import ENGINES, PRECISIONS, occlusion_grid, occlusion_progressive
+from .occlusion import ENGINES, PRECISIONS, occlusion_grid, occlusion_grids, occlusion_progressive
 from .registry import Method, Param, register
 from .xrai import xrai_map, xrai_segments
 
@@ -105,10 +105,11 @@ def _occlusion(module, spec, images, targets, **params):
     return torch.stack(maps)
 
 
-def _occlusion_store(model, x, target, params):
-    """The window-score grid (rebuilt per pixel exactly by :func:`~cxrxai.explain.native_map`)."""
-    grid = occlusion_grid(model.module, x, target, **_occlusion_kwargs(x, model.spec, params))
-    return grid.scores, "occlusion_grid"
+def _occlusion_store(model, x, targets, params):
+    """The window-score grids of ``targets`` (rebuilt per pixel exactly by :func:`~cxrxai.explain.native_map`),
+    all from the same occluded passes."""
+    grids = occlusion_grids(model.module, x, targets, **_occlusion_kwargs(x, model.spec, params))
+    return [(grid.scores, "occlusion_grid") for grid in grids]
 
 
 def _occlusion_progressive(model, x, target, params, progress, cancel):
@@ -186,7 +187,7 @@ register(Method("occlusion", "occlusion_grid", (
     Param("progress", None, object, "callback(done, total)", runtime=True),
     Param("cancel", None, object, "callable returning True to stop", runtime=True)),
     "Zeiler & Fergus, ECCV 2014, doi:10.1007/978-3-319-10590-1_53; Captum Occlusion", run=_occlusion,
-    label="Occlusion", cost="costly", batched=False, plan_per_label=1, store=_occlusion_store,
+    label="Occlusion", cost="costly", batched=False, plan_per_label=1, store=_occlusion_store, per_image=True,
     progressive=_occlusion_progressive))
 register(Method("xrai", "pixel", (STEPS, OUTPUT, INTERNAL_BATCH,
                                   Param("scales", (50, 100, 150, 250, 500, 1200), object, "Felzenszwalb scales"),

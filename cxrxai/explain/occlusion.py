@@ -46,6 +46,7 @@ __all__ = [
     "default_batch_size",
     "grid_shape",
     "occlusion_grid",
+    "occlusion_grids",
     "occlusion_progressive",
     "pick_engine",
 ]
@@ -144,7 +145,23 @@ def occlusion_grid(module: torch.nn.Module, image: torch.Tensor, target: int, ba
                    cancel: Callable[[], bool] | None = None, baseline_name: str = "custom",
                    engine: str = "auto") -> OcclusionGrid:
     """Window-score grid of one image (see the module docstring)."""
+    return occlusion_grids(module, image, [target], baseline, patch=patch, stride=stride, output=output,
+                           batch_size=batch_size, precision=precision, progress=progress, cancel=cancel,
+                           baseline_name=baseline_name, engine=engine)[0]
+
+
+def occlusion_grids(module: torch.nn.Module, image: torch.Tensor, targets: list[int], baseline: torch.Tensor, *,
+                    patch: int = 32, stride: int = 16, output: str = "logit", batch_size: int | None = None,
+                    precision: str = "fp32", progress: Callable[[int, int], None] | None = None,
+                    cancel: Callable[[], bool] | None = None, baseline_name: str = "custom",
+                    engine: str = "auto") -> list[OcclusionGrid]:
+    """One grid per target from the same occluded forward passes (each pass scores every output, so
+    an image positive for three findings costs what one does). Each grid's ``seconds`` is the
+    whole computation's: what that map took, whether or not other targets came with it."""
     h, w = _check(image, patch, stride, precision)
+    targets = [int(t) for t in targets]
+    if not targets:
+        raise ExplainerError("occlusion_grids needs at least one target")
     t0 = time.perf_counter()
     rows, cols = grid_shape(h, w, patch, stride)
     device = image.device
@@ -153,19 +170,31 @@ def occlusion_grid(module: torch.nn.Module, image: torch.Tensor, target: int, ba
         with torch.inference_mode():
             scores = _incremental.IncrementalDenseNet(module, output).window_scores(
                 image.detach().to(memory_format=torch.channels_last), baseline.to(device=device, dtype=image.dtype),
-                starts, patch, target, batch_size or default_batch_size(device, h, w, "incremental"), progress, cancel,
-                Cancelled)
-        return OcclusionGrid(scores.reshape(rows, cols), int(patch), int(stride), h, w, baseline_name, output,
-                             time.perf_counter() - t0)
+                starts, patch, targets, batch_size or default_batch_size(device, h, w, "incremental"), progress,
+                cancel, Cancelled)
+    else:
+        scores = _batched_scores(module, image, targets, baseline, patch=patch, stride=stride, output=output,
+                                 batch_size=batch_size, precision=precision, progress=progress, cancel=cancel)
+    seconds = time.perf_counter() - t0
+    return [OcclusionGrid(scores[:, k].reshape(rows, cols).copy(), int(patch), int(stride), h, w, baseline_name, output,
+                          seconds) for k in range(len(targets))]
+
+
+def _batched_scores(module, image, targets, baseline, *, patch, stride, output, batch_size, precision, progress,
+                    cancel) -> np.ndarray:
+    """(windows, targets) score drops, whole forward passes over batches of occluded copies."""
+    h, w = image.shape[-2:]
+    rows, cols = grid_shape(h, w, patch, stride)
+    device = image.device
     f = score_fn(module, output)
     x = image.detach().to(memory_format=torch.channels_last)
     base = baseline.to(device=device, dtype=x.dtype).expand_as(x)
     starts = [(r * stride, c * stride) for r in range(rows) for c in range(cols)]
     batch = batch_size or default_batch_size(device, h, w)
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-    scores = np.empty(len(starts), np.float32)
+    scores = np.empty((len(starts), len(targets)), np.float32)
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-        clean = float(f(x)[0, target].float())
+        clean = f(x)[0, targets].float()
         done = 0
         while done < len(starts):
             if cancel is not None and cancel():
@@ -175,7 +204,7 @@ def occlusion_grid(module: torch.nn.Module, image: torch.Tensor, target: int, ba
                 occluded = x.repeat(len(chunk), 1, 1, 1)
                 for i, (r0, c0) in enumerate(chunk):
                     occluded[i, :, r0:r0 + patch, c0:c0 + patch] = base[0, :, r0:r0 + patch, c0:c0 + patch]
-                out = f(occluded.contiguous(memory_format=torch.channels_last))[:, target].float()
+                out = f(occluded.contiguous(memory_format=torch.channels_last))[:, targets].float()
             except torch.cuda.OutOfMemoryError:
                 if batch == 1:
                     raise
@@ -186,8 +215,7 @@ def occlusion_grid(module: torch.nn.Module, image: torch.Tensor, target: int, ba
             done += len(chunk)
             if progress:
                 progress(done, len(starts))
-    return OcclusionGrid(scores.reshape(rows, cols), int(patch), int(stride), h, w, baseline_name, output,
-                         time.perf_counter() - t0)
+    return scores
 
 
 def occlusion_progressive(module, image, target, baseline, *, patch: int = 32, stride: int = 16,

@@ -95,8 +95,10 @@ class Method:
     ``cost`` (see :data:`COSTS`), ``stochastic`` (a ``seed`` parameter fixes it), ``batched``
     (several targets per call are cheaper than one by one), ``layer`` (explains a CAM layer),
     ``all_labels(model, x, params)`` (every label's map from one pass, ``None`` when the model does
-    not allow it), ``store(model, x, target, params)`` (the native values to store and their kind,
-    default ``run``'s map) and ``progressive(model, x, target, params, progress, cancel)`` (yields
+    not allow it), ``store(model, x, targets, params)`` (for each target, the native values to store
+    and their kind; default ``run``'s maps), ``per_image`` (one computation serves every target of an
+    image, as occlusion's forward passes score every output: a build computes an image's labels
+    together) and ``progressive(model, x, target, params, progress, cancel)`` (yields
     ``(stage, partial)`` for the live viewer, default one final map); ``passes(params)`` how many
     forward passes of the model one map takes (counted in ``unit`` s by the live worker's progress
     bar, which also cancels between them).
@@ -115,6 +117,7 @@ class Method:
     plan_per_label: int | None = None
     all_labels: Callable | None = field(repr=False, default=None)
     store: Callable | None = field(repr=False, default=None)
+    per_image: bool = False
     progressive: Callable[..., Iterator] | None = field(repr=False, default=None)
     passes: Callable[[dict], int] | None = field(repr=False, default=None)
     unit: str = "forward passes"
