@@ -57,6 +57,17 @@ def _clock(seconds: float | None) -> str:
     return f"ETA {minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"ETA {minutes} min {secs:02d} s"
 
 
+def _where(status: dict) -> str:
+    """Where the whole build is: its round (the first look at every analysis, then the full evidence)
+    and stage, e.g. "Round 1 of 2 (first look) · step 4 of 42: maps of demo-densenet121"."""
+    text = f"Step {status.get('stage_index')} of {status['stages']}"
+    if status.get("step"):
+        text += f": {status['step']}" + (f" of {status['model']}" if status.get("model") else "")
+    if (status.get("rounds") or 0) > 1:
+        text = f"Round {status.get('round')} of {status['rounds']} ({status.get('round_name')}) · " + text
+    return text
+
+
 def _status(store: Store) -> None:
     store.refresh()  # a fragment run does not go through the page's opening
     status = background.read_status(store.path)
@@ -68,6 +79,8 @@ def _status(store: Store) -> None:
         st.caption(f"Not started ({BACKGROUND_ENV}=0?): run `python -m cxrxai demo --phase evidence`.")
     elif status["running"]:
         done, total = status.get("done", 0), status.get("total", 0)
+        if status.get("stages"):
+            st.caption(_where(status))
         st.progress(done / total if total else 0.0, text=f"{status.get('stage', '…')} · {done}/{total}")
         rate = status.get("per_s")
         st.caption((f"{rate:.2f} per s · " if rate else "") + _clock(status.get("eta_s"))

@@ -97,9 +97,11 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
                         "(hours on a 2-core CPU, minutes on a GPU)")
     p.add_argument("--phase", choices=PHASES, default="all",
                    help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
-                        "about 2 min); evidence: their scores, the costly explainers on 30 positives per finding, the "
-                        "occlusion sweep on 20 shared cases, fidelity on 50, trust on 30, then the same for the "
-                        "demo's ResNet-18 (run in the background by the app); all: both")
+                        "about 2 min); evidence: their scores, then in two rounds over both models (the demo's "
+                        "DenseNet-121, then its ResNet-18) a first look (the costly explainers on 10 positives per "
+                        "finding, the occlusion sweep on 8 shared cases, fidelity on 15, trust on 10) and the full "
+                        "evidence (30 per finding, 20 sweep cases, fidelity on 50, trust on 30); run in the "
+                        "background by the app; all: both")
     p.add_argument("--status", type=Path, default=None,
                    help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)")
     p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
@@ -108,7 +110,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 
 @command("demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo)
 def _demo(args) -> int:
-    from ..pipeline import build_demo, demo_stages, model_evidence_stages
+    from ..pipeline import build_demo, demo_stages
+    from ..pipeline.demo import evidence_rounds
 
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
@@ -127,12 +130,14 @@ def _demo(args) -> int:
     extra = [p for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt")) if p.is_file()]
     cache = model.with_suffix(".predictions.npz")
     try:
+        quick = args.phase == "quick"
         report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
                             config=_phantom_config(args), progress=progress, fresh=args.fresh,
-                            stages=demo_stages(full=args.full, phase=args.phase), extra_models=extra,
+                            stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
                             prediction_cache=None if args.recompute_predictions else cache,
                             write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
-                            extra_stages=model_evidence_stages(full=args.full))
+                            rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
+                            on_stage=status.stage if status is not None else None)
     except BaseException as err:
         if status is not None:
             status.finish(error=f"{type(err).__name__}: {err}")

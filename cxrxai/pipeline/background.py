@@ -68,6 +68,14 @@ class StatusWriter:
         self.state.update(stage=task, done=int(done), total=int(total), per_s=rate, eta_s=eta)
         self._write(force=done >= total)
 
+    def stage(self, where: dict) -> None:
+        """Where the build is (``build_demo``'s ``on_stage``: round, rounds, round_name, stage, stages,
+        name, model): kept in the status next to the task's own progress."""
+        self.state.update(round=where.get("round"), rounds=where.get("rounds"), round_name=where.get("round_name"),
+                          stage_index=where.get("stage"), stages=where.get("stages"), model=where.get("model"),
+                          step=where.get("name"))
+        self._write(force=True)
+
     def finish(self, error: str | None = None) -> None:
         self.state.update(state="failed" if error else "finished", error=error, eta_s=None)
         self._write(force=True)

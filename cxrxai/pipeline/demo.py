@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from .scoring import baseline_stage, geometry_stage, localization_stage, reader_
 from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
 from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["DEMO_DATASET", "EVIDENCE", "PHASES", "Evidence", "build_demo", "demo_stages", "model_evidence_stages"]
+__all__ = ["DEMO_DATASET", "EVIDENCE", "FIRST_LOOK", "PHASES", "Evidence", "Round", "build_demo", "demo_stages",
+           "evidence_rounds", "model_evidence_stages"]
 
 DEMO_DATASET = "demo"
 
@@ -69,6 +71,45 @@ class Evidence:
 
 
 EVIDENCE = Evidence()
+
+#: A first look at every analysis: enough for each page of both models to show numbers (no
+#: explainer-by-finding cell under n = 10), in well under an hour on 2 CPU cores.
+FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_images=10)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One pass of the evidence over every model: ``main`` runs on the demo model, then each other
+    model runs its predictions, thresholds and ``extra`` stages (a second architecture) at the same
+    sizes. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
+    cases."""
+
+    name: str
+    main: tuple[Stage, ...]
+    extra: tuple[Stage, ...] = ()
+
+
+def evidence_rounds(*, full: bool = False, phase: str = "evidence",
+                    rounds: tuple[tuple[str, Evidence], ...] | None = None) -> list[Round]:
+    """The evidence phase (``phase="all"``: the quick one's CAMs first) as rounds (default: the
+    :data:`FIRST_LOOK` of every analysis on both models, then the full :data:`EVIDENCE`), so that every
+    page of every model shows numbers, with their n, long before the whole evidence is done. The
+    planted shortcut closes the first round. ``full``: one round without sampling."""
+    if phase not in ("evidence", "all"):
+        raise UnknownNameError("evidence phase", phase, ("evidence", "all"))
+    if full:
+        return [Round("full", tuple(demo_stages(full=True, phase=phase)), tuple(model_evidence_stages(full=True)))]
+    rounds = rounds or (("first look", FIRST_LOOK), ("full evidence", EVIDENCE))
+    out = []
+    for k, (name, evidence) in enumerate(rounds):
+        main = [st for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence)
+                if st.name != "shortcut"]
+        if k == 1:  # the shortcut after the first round of both models (fine-tuning takes minutes)
+            main = [*main[:2], Stage("shortcut", _shortcut), *main[2:]]
+        out.append(Round(name, tuple(main), tuple(model_evidence_stages(evidence=evidence))))
+    if len(out) == 1:
+        out[0] = Round(out[0].name, (*out[0].main, Stage("shortcut", _shortcut)), out[0].extra)
+    return out
 
 
 def _plans(full: bool, evidence: Evidence):
@@ -157,7 +198,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
                prediction_cache: Path | None = None, write_prediction_cache: bool = False,
-               phase: str = "all", extra_stages: list[Stage] = ()) -> dict:
+               phase: str = "all", extra_stages: list[Stage] = (), rounds: list[Round] | None = None,
+               on_stage: Callable[[dict], None] | None = None) -> dict:
     """Build (or resume) the demo store: cases, model, then ``stages`` (default: the stages of
     ``phase``, :func:`demo_stages`). Finishing the evidence (``all`` or ``evidence``) records
     ``evidence_built_at`` in the store's meta.
@@ -166,7 +208,13 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     predicted on validation + test with their own thresholds (not in the quick phase); then each
     runs ``extra_stages`` (:func:`model_evidence_stages`: its explanation evidence) when its
     architecture differs from the main model's (a second seed serves repeatability only), after
-    the main model's evidence is complete, with its name before each stage's in the progress.
+    the main model's, with its name before each stage's in the progress.
+
+    ``rounds`` (:func:`evidence_rounds`) replace ``stages`` and ``extra_stages``: each round runs the
+    main model's stages, then each other model's, so every model has a first look at everything
+    before any gets the full evidence (the report gets one entry per round). ``on_stage`` is told
+    where the build is before each stage: ``{"round", "rounds", "round_name", "stage", "stages",
+    "name", "model"}`` (1-based counts over the whole build).
     """
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
@@ -196,19 +244,44 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                    "write_prediction_cache": write_prediction_cache, "shortcut": _shortcut_setup(model_path, config, data_dir)}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
                            load_images=RowLoader(data.images, [s.image_id for s in data.specs]), progress=progress)
-        run_stages(ctx, stages if stages is not None else demo_stages(phase=phase), report)
+        if rounds is None:
+            main = stages if stages is not None else demo_stages(phase=phase)
+            rounds = [Round("", tuple(main), tuple(extra_stages) if others else ())]
         # The extra models get predictions and thresholds on validation + test, so they can be
         # compared with the main model on every page; a second architecture also its evidence.
         stored = writer.images(dataset=DEMO_DATASET)
         eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
-        for other in others:
-            s0, name = time.monotonic(), other.spec.name
-            octx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
-                                options={"image_ids": eval_ids, "trust_models": [model, *(o for o in others if o is not other)]},
-                                progress=lambda task, done, total, name=name: progress(f"{name}: {task}", done, total))
-            own = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
-                   *(extra_stages if other.spec.arch != model.spec.arch else ())]
-            report[f"model {name}"] = {**run_stages(octx, own, {}), "seconds": round(time.monotonic() - s0, 1)}
+        plans = [(rnd, [(None, list(rnd.main))] + [
+            (other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
+                     *(rnd.extra if other.spec.arch != model.spec.arch else ())]) for other in others])
+            for rnd in rounds]
+        total = sum(len(st) for _, runs in plans for _, st in runs)
+        where = {"rounds": len(rounds), "stages": total, "stage": 0}
+        for r, (rnd, runs) in enumerate(plans, start=1):
+            rep = report if len(rounds) == 1 else report.setdefault(rnd.name or f"round {r}", {})
+            tag = f"{rnd.name} · " if len(rounds) > 1 and rnd.name else ""
+            for other, own in runs:
+                name = model.spec.name if other is None else other.spec.name
+                if other is None:
+                    rctx = ctx
+                    rctx.progress = lambda task, done, total, tag=tag: progress(f"{tag}{task}", done, total)
+                else:
+                    rctx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
+                                        options={"image_ids": eval_ids,
+                                                 "trust_models": [model, *(o for o in others if o is not other)]},
+                                        progress=lambda task, done, total, tag=tag, name=name:
+                                        progress(f"{tag}{name}: {task}", done, total))
+                s0, out = time.monotonic(), {}
+                for st in own:
+                    where.update(stage=where["stage"] + 1, round=r, round_name=rnd.name, name=st.name, model=name)
+                    if on_stage is not None:
+                        on_stage(dict(where))
+                    run_stages(rctx, [st], out)
+                if other is None:
+                    rep.update(out)
+                else:
+                    rep[f"model {name}"] = {**out, "seconds": round(time.monotonic() - s0, 1)}
+            ctx.progress = progress
         if phase != "quick":
             writer.set_meta("evidence_built_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             writer.publish()

@@ -46,6 +46,21 @@ def test_the_sidebar_shows_the_running_builds_stage_progress_and_eta(monkeypatch
     assert any(c.startswith("0.10 per s · ETA 38 min 00 s") for c in captions), captions
 
 
+def test_the_sidebar_says_which_round_and_step_of_the_whole_build_is_running(monkeypatch, quick_cache):
+    """The build's own status file (StatusWriter fed by build_demo's on_stage): round, step of all steps,
+    the model, and the task's progress beneath."""
+    store = quick_cache / "demo.duckdb"
+    writer = background.StatusWriter(background.status_path(store), phase="evidence", every_s=0.0)
+    writer.stage({"round": 1, "rounds": 2, "round_name": "first look", "stage": 15, "stages": 42, "name": "maps",
+                  "model": "demo-resnet18"})
+    writer("first look · demo-resnet18: Integrated Gradients maps", 20, 80)
+    at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+    assert not at.exception
+    captions = [c.value for c in at.sidebar.caption]
+    assert "Round 1 of 2 (first look) · Step 15 of 42: maps of demo-resnet18" in captions, captions
+    assert at.sidebar.get("progress")[0].proto.text == "first look · demo-resnet18: Integrated Gradients maps · 20/80"
+
+
 def test_a_killed_build_says_so_and_how_to_resume(monkeypatch, quick_cache):
     store = quick_cache / "demo.duckdb"
     background.status_path(store).write_text(json.dumps({"pid": 2**22 + 7, "state": "running", "stage": "maps ig"}))
