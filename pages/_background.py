@@ -59,7 +59,7 @@ def _clock(seconds: float | None) -> str:
 
 def _where(status: dict) -> str:
     """Where the whole build is: its round (the first look at every analysis, then the full evidence)
-    and stage, e.g. "Round 1 of 2 (first look) · step 4 of 42: maps of demo-densenet121"."""
+    and stage, e.g. "Round 1 of 2 (first look) · Step 4 of 42: maps of demo-densenet121"."""
     text = f"Step {status.get('stage_index')} of {status['stages']}"
     if status.get("step"):
         text += f": {status['step']}" + (f" of {status['model']}" if status.get("model") else "")

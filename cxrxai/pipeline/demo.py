@@ -72,8 +72,9 @@ class Evidence:
 
 EVIDENCE = Evidence()
 
-#: A first look at every analysis: enough for each page of both models to show numbers (no
-#: explainer-by-finding cell under n = 10), in well under an hour on 2 CPU cores.
+#: A first look at every analysis: 10 positives per finding for each costly explainer (fewer true
+#: positives where the model misses some), 8 sweep cases, fidelity on 15 cases and trust on 10 images,
+#: so every page of both models shows numbers, with their n, long before the full evidence is done.
 FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_images=10)
 
 
@@ -81,12 +82,13 @@ FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_im
 class Round:
     """One pass of the evidence over every model: ``main`` runs on the demo model, then each other
     model runs its predictions, thresholds and ``extra`` stages (a second architecture) at the same
-    sizes. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
+    sizes, then ``after`` runs on the demo model. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
     cases."""
 
     name: str
     main: tuple[Stage, ...]
     extra: tuple[Stage, ...] = ()
+    after: tuple[Stage, ...] = ()  # on the demo model, once every model has had its stages of the round
 
 
 def evidence_rounds(*, full: bool = False, phase: str = "evidence",
@@ -100,34 +102,36 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
     if full:
         return [Round("full", tuple(demo_stages(full=True, phase=phase)), tuple(model_evidence_stages(full=True)))]
     rounds = rounds or (("first look", FIRST_LOOK), ("full evidence", EVIDENCE))
+    last = rounds[-1][1]
     out = []
     for k, (name, evidence) in enumerate(rounds):
-        main = [st for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence)
+        ahead = last if k < len(rounds) - 1 else None
+        main = [st for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence, ahead=ahead)
                 if st.name != "shortcut"]
-        if k == 1:  # the shortcut after the first round of both models (fine-tuning takes minutes)
-            main = [*main[:2], Stage("shortcut", _shortcut), *main[2:]]
-        out.append(Round(name, tuple(main), tuple(model_evidence_stages(evidence=evidence))))
-    if len(out) == 1:
-        out[0] = Round(out[0].name, (*out[0].main, Stage("shortcut", _shortcut)), out[0].extra)
+        after = (Stage("shortcut", _shortcut),) if k == 0 else ()  # fine-tuning takes minutes: after both first looks
+        out.append(Round(name, tuple(main), tuple(model_evidence_stages(evidence=evidence, ahead=ahead)), after))
     return out
 
 
-def _plans(full: bool, evidence: Evidence):
+def _plans(full: bool, evidence: Evidence, ahead: Evidence | None = None):
     base = MapPlan()
     if full:
         return base.full(), TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG)), \
             FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion"))
-    maps = tuple(MapConfig(m.method, m.params, max(m.per_label or 0, evidence.per_finding)) for m in base.maps)
+    maps = tuple(MapConfig(m.method, m.params, max(m.per_label or 0, evidence.per_finding),
+                           None if ahead is None else max(m.per_label or 0, ahead.per_finding)) for m in base.maps)
     return (replace(base, maps=maps, sweep_cases=evidence.sweep_cases), TrustPlan(images=evidence.trust_images),
             FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")))
 
 
-def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = EVIDENCE) -> list[Stage]:
+def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = EVIDENCE,
+                ahead: Evidence | None = None) -> list[Stage]:
     """The demo build's stages of one phase (see :data:`PHASES`). ``full`` computes the costly
-    explainers for every positive instead of ``evidence.per_finding`` per finding."""
+    explainers for every positive instead of ``evidence.per_finding`` per finding; ``ahead`` is the
+    evidence a later round grows to (see :attr:`~cxrxai.pipeline.maps.MapConfig.ahead`)."""
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
-    plan, trust_plan, fidelity_plan = _plans(full, evidence)
+    plan, trust_plan, fidelity_plan = _plans(full, evidence, ahead)
     quick = [
         Stage("predictions", predictions_stage),
         Stage("thresholds", thresholds_stage),
@@ -153,13 +157,14 @@ def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = 
     return [*quick, *costly, *metrics]
 
 
-def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE) -> list[Stage]:
+def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE,
+                          ahead: Evidence | None = None) -> list[Stage]:
     """The explanation evidence a second model gets after its predictions and thresholds (the
     demo's ResNet-18), so every Explanations page works for it too: the CAMs of every test case,
     the costly explainers on the same number of positives, the sweep, scores, baselines, the
     human benchmark, trust (against the main model) and fidelity. The masks' geometry and the
     shortcut are the main model's (geometry does not depend on a model)."""
-    plan, trust_plan, fidelity_plan = _plans(full, evidence)
+    plan, trust_plan, fidelity_plan = _plans(full, evidence, ahead)
     return [Stage("cams", lambda ctx: cam_stage(ctx, plan)), Stage("localization (CAMs)", localization_stage),
             Stage("maps", lambda ctx: maps_stage(ctx, plan)), Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
             Stage("localization", localization_stage), Stage("second reader", reader_stage),
@@ -253,8 +258,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
         plans = [(rnd, [(None, list(rnd.main))] + [
             (other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
-                     *(rnd.extra if other.spec.arch != model.spec.arch else ())]) for other in others])
-            for rnd in rounds]
+                     *(rnd.extra if other.spec.arch != model.spec.arch else ())]) for other in others]
+            + ([(None, list(rnd.after))] if rnd.after else [])) for rnd in rounds]
         total = sum(len(st) for _, runs in plans for _, st in runs)
         where = {"rounds": len(rounds), "stages": total, "stage": 0}
         for r, (rnd, runs) in enumerate(plans, start=1):

@@ -74,29 +74,31 @@ def trust_map(model: LoadedModel, x: torch.Tensor, target: int, method: str, par
 
 
 def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
-    """Cascading randomization, degradation thresholds, repeatability and reproducibility on
-    ``plan.images`` test images, each image scored once: a build that asks for more images (the
-    evidence's next round) scores only the new ones and the models it has not been compared with,
-    and redraws each method's degradation threshold over every image's map."""
+    """Cascading randomization, degradation thresholds, repeatability and reproducibility of each plan
+    method on ``plan.images`` test images, each (method, image) scored once: a build that asks for
+    more images (the evidence's next round), another method or another model to compare with scores
+    only what is new, and redraws a method's degradation threshold over every image's map when it
+    has new images."""
     model, mid = ctx.model, ctx.model.spec.name
     have = ctx.writer.table("trust", model_id=mid)
     cases = _sample(ctx, plan.images, plan.seed)
     ids = cases.image_id.tolist()
 
-    def scored(kind: str, other: str = "") -> set:
-        if have.empty:
-            return set()
-        rows = have[(have.kind == kind) & (have.other_model == other)]
-        return set(rows.image_id) & set(ids)
+    def todo(method: str, kind: str, other: str = "") -> list[int]:
+        rows = have[(have.method == method) & (have.kind == kind) & (have.other_model == other)] if len(have) else have
+        done = set(rows.image_id) if len(rows) else set()
+        return [i for i, image_id in enumerate(ids) if image_id not in done]
 
-    new_rand = [i for i, image_id in enumerate(ids) if image_id not in scored("randomization")]
-    others = {}
+    methods = dict(plan.methods)
+    rand = {m: todo(m, "randomization") for m in methods}
+    rand = {m: v for m, v in rand.items() if v}
+    compare = {}
     for o in ctx.options.get("trust_models", []):
         kind = "repeatability" if o.spec.arch == model.spec.arch else "reproducibility"
-        todo = [i for i, image_id in enumerate(ids) if image_id not in scored(kind, o.spec.name)]
-        if todo:
-            others[o.spec.name] = (o, kind, todo)
-    if not new_rand and not others:
+        for m in methods:
+            if todo(m, kind, o.spec.name):
+                compare[m, o.spec.name] = (o, kind, todo(m, kind, o.spec.name))
+    if not rand and not compare:
         return {"skipped": True, "images": len(ids)}
     x = preprocess(np.asarray(ctx.load_images(ids)), model.spec).to(model.device)
     targets = [model.spec.label_index(lab) for lab in cases.label]
@@ -108,40 +110,37 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
                          "label": cases.label.iloc[i], "step": step, "step_index": step_index, "other_model": other,
                          "data_range": dr, "ssim": trust.ssim(a, b, data_range=dr)})
 
-    # The trained model's maps: every image's when the thresholds are redrawn, else only those compared.
-    need = range(len(ids)) if new_rand else sorted({i for _, _, todo in others.values() for i in todo})
-    originals = {method: {i: trust_map(model, x[i:i + 1], targets[i], method, dict(params)) for i in need}
-                 for method, params in plan.methods}
-    steps = list(trust.randomization_steps(model.module, seed=plan.seed)) if new_rand else []
-    if steps:
-        for method in originals:
-            maps = [originals[method][i] for i in range(len(ids))]
-            for dr in plan.data_ranges:
-                thr = trust.degradation_threshold(maps, n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
-                rows.append({"model_id": mid, "method": method, "kind": "threshold", "image_id": "*", "label": "*",
-                             "step": "original", "step_index": 0, "other_model": "", "data_range": dr, "ssim": thr})
+    # The trained model's maps: every image's for a method whose thresholds are redrawn, else those compared.
+    need = {m: range(len(ids)) if m in rand else sorted({i for (mm, _), (_, _, t) in compare.items() if mm == m for i in t})
+            for m in methods}
+    originals = {m: {i: trust_map(model, x[i:i + 1], targets[i], m, dict(methods[m])) for i in need[m]} for m in methods}
+    steps = list(trust.randomization_steps(model.module, seed=plan.seed)) if rand else []
+    for m in rand:
+        maps = [originals[m][i] for i in range(len(ids))]
+        for dr in plan.data_ranges:
+            thr = trust.degradation_threshold(maps, n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
+            rows.append({"model_id": mid, "method": m, "kind": "threshold", "image_id": "*", "label": "*",
+                         "step": "original", "step_index": 0, "other_model": "", "data_range": dr, "ssim": thr})
     for k, (step, module) in enumerate(steps):
         randomized_model = LoadedModel(module, model.spec, model.device)
-        for method, params in plan.methods:
-            for i in new_rand:
-                m = originals[method][i] if k == 0 else trust_map(randomized_model, x[i:i + 1], targets[i], method,
-                                                                   dict(params))
-                add(method, "randomization", i, step, k, "", m, originals[method][i])
+        for m, new in rand.items():
+            for i in new:
+                mp = originals[m][i] if k == 0 else trust_map(randomized_model, x[i:i + 1], targets[i], m, dict(methods[m]))
+                add(m, "randomization", i, step, k, "", mp, originals[m][i])
         ctx.progress("cascading randomization", k + 1, len(steps))
-    for name, (other, kind, todo) in others.items():
-        xo = preprocess(np.asarray(ctx.load_images([ids[i] for i in todo])), other.spec).to(other.device)
-        for method, params in plan.methods:
-            p = dict(params)
-            if method in ("gradcam", "gradcam++"):
-                p["layer"] = other.spec.cam_layer
-            for j, i in enumerate(todo):
-                m = trust_map(other, xo[j:j + 1], other.spec.label_index(cases.label.iloc[i]), method, p)
-                if m.shape != originals[method][i].shape:
-                    m = upsample(m, originals[method][i].shape)
-                add(method, kind, i, "original", 0, name, m, originals[method][i])
+    for (m, name), (other, kind, new) in compare.items():
+        xo = preprocess(np.asarray(ctx.load_images([ids[i] for i in new])), other.spec).to(other.device)
+        p = dict(methods[m])
+        if m in ("gradcam", "gradcam++"):
+            p["layer"] = other.spec.cam_layer
+        for j, i in enumerate(new):
+            mp = trust_map(other, xo[j:j + 1], other.spec.label_index(cases.label.iloc[i]), m, p)
+            if mp.shape != originals[m][i].shape:
+                mp = upsample(mp, originals[m][i].shape)
+            add(m, kind, i, "original", 0, name, mp, originals[m][i])
     ctx.writer.put_table("trust", pd.DataFrame(rows))
-    return {"images": len(ids), "randomized": len(new_rand), "steps": len(steps),
-            "other_models": {name: len(todo) for name, (_, _, todo) in others.items()}}
+    return {"images": len(ids), "randomized": {m: len(v) for m, v in rand.items()}, "steps": len(steps),
+            "compared": {f"{m} vs {name}": len(t) for (m, name), (_, _, t) in compare.items()}}
 
 
 def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:

@@ -17,9 +17,10 @@ import pandas as pd
 import pytest
 
 from cxrxai.models.registry import ARCHITECTURES, build, load, save
-from cxrxai.pipeline import BuildContext
-from cxrxai.pipeline.demo import Evidence, Round, build_demo, demo_stages, evidence_rounds, model_evidence_stages
-from cxrxai.pipeline.maps import MapConfig, MapPlan, maps_stage, positive_pairs, sample_pairs, sweep_cases
+from cxrxai.pipeline import BuildContext, Stage
+from cxrxai.pipeline.demo import Evidence, Round, build_demo, evidence_rounds
+from cxrxai.pipeline.maps import (MapConfig, MapPlan, image_rank, maps_stage, positive_pairs, sample_pairs,
+                                  sweep_cases)
 from cxrxai.pipeline.trust import TrustPlan, trust_stage
 from cxrxai.store import open_store, write_store
 
@@ -60,15 +61,30 @@ def test_the_findings_share_images_and_a_smaller_sample_lies_inside_a_larger():
     assert np.mean(images) < independent - 0.5
 
 
-def test_the_sweeps_cases_cover_every_finding_and_nest():
-    pairs = _pairs({lab: [f"{lab}{k}" for k in range(6)] for lab in "abcdefgh"})
-    twenty = sweep_cases(pairs, 20, seed=0)
-    assert len(twenty) == 20
-    assert sorted(twenty.groupby("label").size().tolist()) == [2, 2, 2, 2, 3, 3, 3, 3]  # no finding left out
-    eight = sweep_cases(pairs, 8, seed=0)
-    assert eight.groupby("label").size().tolist() == [1] * 8
-    assert set(map(tuple, eight.to_numpy())) <= set(map(tuple, twenty.to_numpy()))
-    assert set(map(tuple, twenty.to_numpy())) <= set(map(tuple, sample_pairs(pairs, 3, seed=0).to_numpy()))
+def test_the_sweeps_cases_cover_every_finding_on_images_of_their_own_and_nest():
+    # 8 findings on 12 images, each image positive for 2–5 of them
+    rng = np.random.default_rng(0)
+    pairs = pd.DataFrame([(f"i{k}", lab) for k in range(12) for lab in rng.choice(list("abcdefgh"), rng.integers(2, 6),
+                                                                                    replace=False)],
+                         columns=["image_id", "label"])
+    for seed in range(20):
+        eight, ten = sweep_cases(pairs, 8, seed), sweep_cases(pairs, 10, seed)
+        assert eight.groupby("label").size().tolist() == [1] * 8  # every finding before any twice
+        assert ten.image_id.is_unique and len(ten) == 10  # the intervals resample cases: never one film twice
+        assert set(map(tuple, eight.to_numpy())) <= set(map(tuple, ten.to_numpy()))
+    assert len(sweep_cases(pairs, 50, 0)) == 12  # at most one case an image
+
+
+def test_the_order_of_images_survives_a_dataset_that_grows():
+    """An image's place depends on its id and the seed only: adding images keeps every case drawn
+    before that still ranks first among its finding's pairs."""
+    grown = pd.concat([PAIRS, _pairs({"a": ["j1", "j2"], "b": ["j3"]})])
+    before, after = sample_pairs(PAIRS, 2, 3), sample_pairs(grown, 2, 3)
+    kept = set(map(tuple, before.to_numpy())) - set(map(tuple, after.to_numpy()))
+    rank = dict(zip(grown.image_id, image_rank(grown.image_id, 3)))
+    for img, lab in kept:  # a case dropped only for a new image that ranks before it
+        new = [i for i in after[after.label == lab].image_id if i.startswith("j")]
+        assert new and min(rank[i] for i in new) < rank[img]
 
 
 @pytest.fixture()
@@ -85,6 +101,25 @@ def _context(writer, model_path, tiny_config, **options):
     data = load_demo(tiny_config, model_path.parent.parent / "phantoms")
     return BuildContext(writer, "demo", load(model_path), options=options,
                         load_images=RowLoader(data.images, [s.image_id for s in data.specs]))
+
+
+def test_a_first_round_computes_an_images_later_findings_too(store_copy, tiny_model_path, tiny_config):
+    """Occlusion in a round that grows later (``ahead``) computes each image's findings of the later
+    sample now: the later round never occludes an image a second time."""
+    params = {"patch": 32, "stride": 32, "baseline": "black", "output": "logit"}
+    with write_store(store_copy) as w:
+        ctx = _context(w, tiny_model_path, tiny_config)
+        pairs = positive_pairs(w, "demo", "test", ctx.model.spec.labels)
+        first = maps_stage(ctx, MapPlan(maps=(MapConfig("occlusion", params, per_label=1, ahead=3),)))["occlusion"]
+        index = w.map_index(model_id=ctx.model.spec.name, method="occlusion")
+        second = maps_stage(ctx, MapPlan(maps=(MapConfig("occlusion", params, per_label=3),)))["occlusion"]
+        final = w.map_index(model_id=ctx.model.spec.name, method="occlusion")
+    one, three = sample_pairs(pairs, 1, 0), sample_pairs(pairs, 3, 0)
+    ahead = three[three.image_id.isin(set(one.image_id))]
+    assert set(zip(index.image_id, index.label)) == set(zip(ahead.image_id, ahead.label))
+    assert first["units"] == one.image_id.nunique() and first["computed"] == len(ahead)
+    assert set(zip(final.image_id, final.label)) == set(zip(three.image_id, three.label))
+    assert second["units"] == three.image_id.nunique() - one.image_id.nunique()  # no image occluded twice
 
 
 def test_occlusion_computes_each_images_findings_in_one_unit(store_copy, tiny_model_path, tiny_config):
@@ -127,7 +162,8 @@ def test_trust_scores_only_the_new_images_and_redraws_the_thresholds(store_copy,
     with write_store(fresh) as w:
         trust_stage(_context(w, tiny_model_path, tiny_config), TrustPlan(images=4, **plan))
         at_once = w.table("trust", model_id="tiny-densenet121")
-    assert (first["randomized"], second["randomized"], third) == (2, 2, {"skipped": True, "images": 4})
+    both = {"gradcam": 2, "saliency": 2}
+    assert (first["randomized"], second["randomized"], third) == (both, both, {"skipped": True, "images": 4})
     key = ["method", "kind", "image_id", "label", "step", "other_model", "data_range"]
     old = before[before.kind == "randomization"].merge(grown, on=key, suffixes=("", "_after"))
     assert len(old) == len(before[before.kind == "randomization"])
@@ -140,62 +176,115 @@ def test_trust_scores_only_the_new_images_and_redraws_the_thresholds(store_copy,
     np.testing.assert_allclose(merged.ssim, merged.ssim_once, rtol=0, atol=1e-12)
 
 
+def test_trust_compares_a_new_model_and_a_new_method_without_redoing_the_rest(store_copy, tiny_model_path,
+                                                                               tiny_config):
+    """A second seed (same architecture: repeatability) arriving after trust ran, then a method added
+    to the plan: only their rows are computed; the randomization rows already stored stay as they were."""
+    gradcam = (("gradcam", ()),)
+    other = load(tiny_model_path)
+    other.spec = other.spec.with_(name="tiny-densenet121-seed1")
+    with write_store(store_copy) as w:
+        ctx = _context(w, tiny_model_path, tiny_config)
+        trust_stage(ctx, TrustPlan(images=3, methods=gradcam, pairs=5))
+        before = w.table("trust", model_id=ctx.model.spec.name)
+        ctx.options["trust_models"] = [other]
+        with_model = trust_stage(ctx, TrustPlan(images=3, methods=gradcam, pairs=5))
+        with_method = trust_stage(ctx, TrustPlan(images=3, methods=(*gradcam, ("saliency", (("reduce", "abs_sum"),))),
+                                                 pairs=5))
+        after = w.table("trust", model_id=ctx.model.spec.name)
+    assert with_model == {"images": 3, "randomized": {}, "steps": 0, "compared": {"gradcam vs tiny-densenet121-seed1": 3}}
+    assert with_method["randomized"] == {"saliency": 3} and with_method["compared"] == {
+        "saliency vs tiny-densenet121-seed1": 3}
+    rep = after[after.kind == "repeatability"]
+    assert len(rep) == 2 * 3 * 2 and set(rep.method) == {"gradcam", "saliency"}  # methods × images × data ranges
+    np.testing.assert_allclose(rep[rep.method == "gradcam"].ssim, 1.0, atol=1e-6)  # the same weights: the same maps
+    key = ["method", "kind", "image_id", "step", "data_range"]
+    kept = before.merge(after, on=key, suffixes=("", "_after"))
+    assert len(kept) == len(before)
+    np.testing.assert_array_equal(kept.ssim, kept.ssim_after)
+    assert set(after[after.kind == "threshold"].method) == {"gradcam", "saliency"}
+
+
 TINY_ROUNDS = (("first look", Evidence(per_finding=1, sweep_cases=2, fidelity_cases=1, trust_images=2)),
                ("full evidence", Evidence(per_finding=2, sweep_cases=3, fidelity_cases=2, trust_images=3)))
 
 
-def _fast(rounds: list[Round]) -> list[Round]:
-    """The rounds without the stages pinned elsewhere (trust, fidelity, shortcut, the second reader)."""
-    slow = {"trust", "fidelity", "shortcut", "second reader", "baselines", "geometry"}
-    return [Round(r.name, tuple(s for s in r.main if s.name not in slow), tuple(s for s in r.extra if s.name not in slow))
-            for r in rounds]
+class Killed(Exception):
+    """Stands for the build being killed (the app stopped, the machine restarted)."""
+
+
+def _rounds(kill_at: tuple[int, str, str] | None = None) -> list[Round]:
+    """The tiny rounds without the stages pinned elsewhere (fidelity and the shortcut are slow on a
+    CPU; the second reader, baselines and geometry do not depend on the round); ``kill_at`` =
+    (round, "main"/"extra", stage name) raises :class:`Killed` when that stage starts."""
+    slow = {"fidelity", "shortcut", "second reader", "baselines", "geometry"}
+
+    def kill(_ctx):
+        raise Killed
+
+    out = []
+    for r, rnd in enumerate(evidence_rounds(rounds=TINY_ROUNDS), start=1):
+        parts = {}
+        for part in ("main", "extra"):
+            parts[part] = tuple(Stage(st.name, kill) if kill_at == (r, part, st.name) else st
+                                for st in getattr(rnd, part) if st.name not in slow)
+        out.append(Round(rnd.name, parts["main"], parts["extra"]))
+    return out
+
+
+def _counts(path, model: str) -> dict:
+    with open_store(path) as s:
+        index = s.map_index(model_id=model)
+        trust = s.table("trust", model_id=model)
+    return {"ig": int(index[index.method == "ig"].groupby("label").size().max()),
+            "trust images": int(trust[trust.kind == "randomization"].image_id.nunique()),
+            "pairs": set(zip(index.image_id, index.label, index.method, index.params_key))}
 
 
 @pytest.mark.slow
-def test_a_build_in_rounds_gives_every_model_its_first_look_before_any_full_evidence(tmp_path, tiny_model_path,
-                                                                                      tiny_config):
+def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_kill(tmp_path, tiny_model_path,
+                                                                                     tiny_config):
     main = load(tiny_model_path)
     spec = main.spec.with_(name="tiny-resnet18", arch="resnet18", cam_layer=ARCHITECTURES["resnet18"][1])
     second = save(build("resnet18", len(spec.labels)), spec, tmp_path / "models" / "tiny-resnet18.pt")
     path, data_dir = tmp_path / "demo.duckdb", tiny_model_path.parent.parent / "phantoms"
-    build_demo(path, model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, phase="quick",
-               extra_models=[second])
-    rounds = _fast(evidence_rounds(rounds=TINY_ROUNDS))
-    # Killed after the first round (only it ran), then resumed with both.
-    build_demo(path, model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, phase="evidence",
-               extra_models=[second], rounds=rounds[:1])
-    with open_store(path) as s:
-        first = {m: s.map_index(model_id=m) for m in ("tiny-densenet121", "tiny-resnet18")}
-        assert s.meta("evidence_built_at")  # (a one-round build is complete; the resumed one adds to it)
-    for m, index in first.items():
-        assert index[index.method == "ig"].groupby("label").size().max() == 1, m
+    models = ("tiny-densenet121", "tiny-resnet18")
+    kw = dict(model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, extra_models=[second])
+    build_demo(path, phase="quick", **kw)
     seen = []
-    report = build_demo(path, model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, phase="evidence",
-                        extra_models=[second], rounds=rounds, on_stage=seen.append)
+    with pytest.raises(Killed):  # killed in the second round, as the ResNet-18 starts its sweep
+        build_demo(path, phase="evidence", rounds=_rounds(kill_at=(2, "extra", "occlusion sweep")),
+                   on_stage=seen.append, **kw)
     order = [(w["round"], w["model"]) for w in seen]
-    firsts = [order.index(k) for k in [(1, "tiny-densenet121"), (1, "tiny-resnet18"), (2, "tiny-densenet121"),
-                                        (2, "tiny-resnet18")]]
+    firsts = [order.index(k) for k in [(1, models[0]), (1, models[1]), (2, models[0]), (2, models[1])]]
     assert firsts == sorted(firsts)  # main then second model, round by round
-    assert [w["stage"] for w in seen] == list(range(1, len(seen) + 1)) and {w["stages"] for w in seen} == {len(seen)}
-    assert report["first look"]["maps"]["ig"]["computed"] == 0  # the first round is not recomputed
-    assert report["first look"]["model tiny-resnet18"]["maps"]["occlusion"]["computed"] == 0
+    assert [w["stage"] for w in seen] == list(range(1, len(seen) + 1)) and len({w["stages"] for w in seen}) == 1
     with open_store(path) as s:
-        for m in ("tiny-densenet121", "tiny-resnet18"):
-            index = s.map_index(model_id=m)
-            ig = index[index.method == "ig"]
-            assert ig.groupby("label").size().max() == 2, m
-            old = first[m][first[m].method == "ig"]
-            assert set(zip(old.image_id, old.label)) <= set(zip(ig.image_id, ig.label))  # the round added cases
+        assert s.meta("evidence_built_at") is None  # a killed build is not complete
+    main_done, second_part = _counts(path, models[0]), _counts(path, models[1])
+    assert (main_done["ig"], main_done["trust images"]) == (2, 3)  # the main model's full evidence was stored
+    assert (second_part["ig"], second_part["trust images"]) == (2, 2)  # the ResNet's maps; its trust still round 1
+
+    report = build_demo(path, phase="evidence", rounds=_rounds(), **kw)  # the next start resumes
+    with open_store(path) as s:
+        assert s.meta("evidence_built_at")
+    assert report["first look"]["maps"]["ig"]["computed"] == 0  # nothing stored is computed again
+    assert report["full evidence"]["maps"]["ig"]["computed"] == 0
+    assert report["full evidence"]["model tiny-resnet18"]["maps"]["occlusion"]["computed"] == 0
+    assert report["full evidence"]["model tiny-resnet18"]["trust"]["randomized"] == {
+        "gradcam": 1, "saliency": 1, "guided_backprop": 1}  # only the third image
+    assert _counts(path, models[0])["pairs"] == main_done["pairs"]  # the main model's maps are as they were
+    assert second_part["pairs"] < _counts(path, models[1])["pairs"]  # the sweep the kill stopped, now done
+    assert _counts(path, models[1])["trust images"] == 3
 
 
 def test_the_default_rounds_look_at_everything_first_then_complete_it():
     rounds = evidence_rounds()
     assert [r.name for r in rounds] == ["first look", "full evidence"]
-    stages = [[s.name for s in r.main] for r in rounds]
-    assert "shortcut" not in stages[0] and "shortcut" in stages[1]  # after both models' first look
+    assert not any(s.name == "shortcut" for r in rounds for s in (*r.main, *r.extra))
     for r in rounds:
         assert {"maps", "occlusion sweep", "localization", "trust", "fidelity"} <= {s.name for s in r.main}
         assert {"cams", "maps", "trust", "fidelity"} <= {s.name for s in r.extra}
     assert [s.name for s in evidence_rounds(phase="all")[0].main][:3] == ["predictions", "thresholds", "cams"]
+    assert [s.name for s in rounds[0].after] == ["shortcut"] and not rounds[1].after  # after both first looks
     assert len(evidence_rounds(full=True)) == 1
-    assert [s.name for s in demo_stages(phase="evidence")] and [s.name for s in model_evidence_stages()]
