@@ -1,0 +1,150 @@
+"""From a fresh clone to the first chart, then to the whole evidence, timed the way a user meets it.
+
+    .venv/bin/python -m benchmarks.fresh_start [--workdir /tmp/cxrxai-fresh] [--evidence] [--port 8765]
+
+Clones this repository (its committed HEAD) into ``--workdir``, installs it (``make install``,
+timed apart), then runs ``make app`` there (the quick phase, then the app, which starts the
+evidence build in the background) and opens the Overview in Debian's Chromium (Playwright) until
+its heading and first chart are drawn. With ``--evidence`` it then watches the background build
+through its status file, the way the sidebar does, recording when each step of each round starts,
+and when each model's first look and full evidence are complete, until the build finishes
+(``evidence_built_at`` in the store). Nothing else should run on the machine meanwhile.
+Results go to ``benchmarks/results/fresh-start.json`` (of the checkout that runs the script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from cxrxai.bench import machine
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _wait_http(port: int, t0: float, limit_s: float) -> float:
+    while time.monotonic() - t0 < limit_s:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return time.monotonic() - t0
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"the app did not answer within {limit_s:.0f} s")
+
+
+def _first_chart(port: int, t0: float) -> dict:
+    """Seconds (from ``t0``) until the Overview's heading and its first Plotly chart are drawn."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
+        page.get_by_role("heading", name="Overview").first.wait_for(timeout=300_000)
+        heading = time.monotonic() - t0
+        page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=300_000)
+        chart = time.monotonic() - t0
+        page.screenshot(path=str(ROOT / "benchmarks" / "results" / "fresh-start-overview.png"))
+        browser.close()
+    return {"overview_heading_s": round(heading, 1), "overview_first_chart_s": round(chart, 1)}
+
+
+def _watch_evidence(store: Path, t0: float, limit_s: float) -> dict:
+    """Follow the build's status file until the store says its evidence is complete."""
+    import duckdb
+
+    from cxrxai.pipeline import background
+
+    steps, last = [], None
+    while time.monotonic() - t0 < limit_s:
+        status = background.read_status(store) or {}
+        key = (status.get("round"), status.get("stage_index"))
+        if status.get("stage_index") is not None and key != last:
+            last = key
+            steps.append({"at_s": round(time.monotonic() - t0, 1), "round": status.get("round"),
+                          "round_name": status.get("round_name"), "step": status.get("stage_index"),
+                          "of": status.get("stages"), "name": status.get("step"), "model": status.get("model")})
+            print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+        if status.get("state") in ("finished", "failed", "stopped"):
+            break
+        time.sleep(5)
+    done = time.monotonic() - t0
+    with duckdb.connect(str(store), read_only=True) as con:
+        built = con.execute("SELECT value FROM meta WHERE key = 'evidence_built_at'").fetchall()
+    return {"steps": steps, "finished_s": round(done, 1), "state": (background.read_status(store) or {}).get("state"),
+            "evidence_built_at": built[0][0] if built else None}
+
+
+def _milestones(steps: list[dict], finished_s: float) -> dict:
+    """When each (round, model) was complete: the start of the next (round, model), or the end."""
+    out, starts = {}, []
+    for s in steps:
+        if not starts or (starts[-1]["round"], starts[-1]["model"]) != (s["round"], s["model"]):
+            starts.append(s)
+    for k, s in enumerate(starts):
+        end = starts[k + 1]["at_s"] if k + 1 < len(starts) else finished_s
+        out[f"{s['round_name']} · {s['model']}"] = {"started_s": s["at_s"], "complete_s": end,
+                                                   "minutes": round((end - s["at_s"]) / 60, 1)}
+    return out
+
+
+def _stop_build(store: Path) -> None:
+    """The background build outlives the app on purpose (a restart resumes it); the benchmark stops it."""
+    from cxrxai.pipeline import background
+
+    status = background.read_status(store)
+    if status and status["running"]:
+        os.killpg(int(status["pid"]), signal.SIGTERM)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/cxrxai-fresh"))
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--evidence", action="store_true", help="also time the background evidence build to its end")
+    ap.add_argument("--limit-h", type=float, default=6.0, help="give up on the evidence after this many hours")
+    args = ap.parse_args(argv)
+    if args.workdir.exists():
+        shutil.rmtree(args.workdir)
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(args.workdir)], check=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.workdir, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    t = time.monotonic()
+    subprocess.run(["make", "install"], cwd=args.workdir, check=True, stdout=subprocess.DEVNULL)
+    result = {"commit": commit, "machine": machine(), "install_s": round(time.monotonic() - t, 1)}
+    env = {**os.environ, "STREAMLIT_SERVER_PORT": str(args.port), "STREAMLIT_SERVER_HEADLESS": "true"}
+    log = open(args.workdir / "make-app.log", "wb")
+    t0 = time.monotonic()
+    app = subprocess.Popen(["make", "app"], cwd=args.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    try:
+        result["server_answers_s"] = round(_wait_http(args.port, t0, 900), 1)
+        result.update(_first_chart(args.port, t0))
+        if args.evidence:
+            ev = _watch_evidence(args.workdir / "data_cache" / "demo.duckdb", t0, args.limit_h * 3600)
+            result["evidence"] = {**ev, "milestones": _milestones(ev["steps"], ev["finished_s"])}
+    finally:
+        os.killpg(app.pid, signal.SIGTERM)
+        log.close()
+        _stop_build(args.workdir / "data_cache" / "demo.duckdb")
+    out = ROOT / "benchmarks" / "results" / "fresh-start.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "evidence"}, indent=1))
+    if "evidence" in result:
+        print(json.dumps(result["evidence"]["milestones"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
