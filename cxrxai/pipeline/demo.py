@@ -271,9 +271,11 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                     rctx = ctx
                     rctx.progress = lambda task, done, total, tag=tag: progress(f"{tag}{task}", done, total)
                 else:
+                    # reproducibility against the demo model alone (not pooled over its seeds), repeatability
+                    # against another training of its own architecture
+                    peers = [model, *(o for o in others if o is not other and o.spec.arch == other.spec.arch)]
                     rctx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
-                                        options={"image_ids": eval_ids,
-                                                 "trust_models": [model, *(o for o in others if o is not other)]},
+                                        options={"image_ids": eval_ids, "trust_models": peers},
                                         progress=lambda task, done, total, tag=tag, name=name:
                                         progress(f"{tag}{name}: {task}", done, total))
                 s0, out = time.monotonic(), {}

@@ -247,9 +247,10 @@ def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_
     main = load(tiny_model_path)
     spec = main.spec.with_(name="tiny-resnet18", arch="resnet18", cam_layer=ARCHITECTURES["resnet18"][1])
     second = save(build("resnet18", len(spec.labels)), spec, tmp_path / "models" / "tiny-resnet18.pt")
+    seed1 = save(main.module, main.spec.with_(name="tiny-densenet121-seed1"), tmp_path / "models" / "seed1.pt")
     path, data_dir = tmp_path / "demo.duckdb", tiny_model_path.parent.parent / "phantoms"
     models = ("tiny-densenet121", "tiny-resnet18")
-    kw = dict(model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, extra_models=[second])
+    kw = dict(model_path=tiny_model_path, data_dir=data_dir, config=tiny_config, extra_models=[seed1, second])
     build_demo(path, phase="quick", **kw)
     seen = []
     with pytest.raises(Killed):  # killed in the second round, as the ResNet-18 starts its sweep
@@ -276,6 +277,14 @@ def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_
     assert _counts(path, models[0])["pairs"] == main_done["pairs"]  # the main model's maps are as they were
     assert second_part["pairs"] < _counts(path, models[1])["pairs"]  # the sweep the kill stopped, now done
     assert _counts(path, models[1])["trust images"] == 3
+    with open_store(path) as s:
+        compared = {m: s.table("trust", model_id=m).query("other_model != ''").groupby("kind").other_model.unique()
+                    for m in models}
+    # the demo model: repeatability against its second seed, reproducibility against the ResNet-18; the
+    # ResNet-18: reproducibility against the demo model alone, never pooled over the demo model's seeds
+    assert {k: set(v) for k, v in compared[models[0]].items()} == {
+        "repeatability": {"tiny-densenet121-seed1"}, "reproducibility": {"tiny-resnet18"}}
+    assert {k: set(v) for k, v in compared[models[1]].items()} == {"reproducibility": {"tiny-densenet121"}}
 
 
 def test_the_default_rounds_look_at_everything_first_then_complete_it():
