@@ -199,6 +199,72 @@ def _shortcut(ctx) -> dict:
                                        progress=ctx.progress)}
 
 
+def _put_demo_dataset(writer, data, config: PhantomConfig, data_dir: str | Path) -> None:
+    """Register the rendered phantoms: dataset, images, labels, exact masks and, on the test split,
+    the synthetic second reader; published at once, so pages have cases while the rest builds."""
+    images, labels = _demo_tables(data)
+    writer.put_dataset(DEMO_DATASET, source="cxrxai phantom", labels=list(DEMO_LABELS),
+                       root=str(data_dir), config=json.loads(config.to_json()),
+                       description="Deterministic phantom chest radiographs with exact lesion masks")
+    writer.put_images(images)
+    writer.put_labels(labels)
+    writer.put_annotations(data.annotations)
+    writer.put_annotations(synthetic_reader(data.annotations[data.annotations.image_id.isin(
+        set(images.image_id[images.split == "test"]))]))
+    writer.publish()
+
+
+def _round_runs(rnd: Round, model, others: list) -> list[tuple]:
+    """One round's runs in order, ``(other model or None for the main one, stages)``: the main model's
+    stages, each other model's predictions and thresholds (and the round's ``extra`` stages when its
+    architecture differs from the main model's), then the round's ``after`` stages."""
+    runs = [(None, list(rnd.main))]
+    for other in others:
+        runs.append((other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
+                             *(rnd.extra if other.spec.arch != model.spec.arch else ())]))
+    return runs + ([(None, list(rnd.after))] if rnd.after else [])
+
+
+def _run_context(ctx: BuildContext, other, others: list, eval_ids: list[str], progress: ProgressFn) -> BuildContext:
+    """The context one run of a round works in: the main model's own (``other`` None), or another
+    model's over ``eval_ids`` (validation + test), compared with the demo model alone for
+    reproducibility (not pooled over its seeds) and with other trainings of its own architecture for
+    repeatability."""
+    if other is None:
+        return replace(ctx, progress=progress)
+    peers = [ctx.model, *(o for o in others if o is not other and o.spec.arch == other.spec.arch)]
+    return BuildContext(ctx.writer, ctx.dataset, other, load_images=ctx.load_images,
+                        options={"image_ids": eval_ids, "trust_models": peers}, progress=progress)
+
+
+def _run_rounds(ctx: BuildContext, rounds: list[Round], others: list, eval_ids: list[str], report: dict,
+                progress: ProgressFn, on_stage: Callable[[dict], None] | None) -> None:
+    """Run every round's runs (:func:`_round_runs`) in order, telling ``on_stage`` where the build is
+    before each stage and filling ``report`` (one entry per round when there are several)."""
+    model = ctx.model
+    plans = [(rnd, _round_runs(rnd, model, others)) for rnd in rounds]
+    total = sum(len(st) for _, runs in plans for _, st in runs)
+    where = {"rounds": len(rounds), "stages": total, "stage": 0}
+    for r, (rnd, runs) in enumerate(plans, start=1):
+        rep = report if len(rounds) == 1 else report.setdefault(rnd.name or f"round {r}", {})
+        tag = f"{rnd.name} · " if len(rounds) > 1 and rnd.name else ""
+        for other, own in runs:
+            name = model.spec.name if other is None else other.spec.name
+            prefix = tag if other is None else f"{tag}{name}: "
+            rctx = _run_context(ctx, other, others, eval_ids,
+                                lambda task, done, total, prefix=prefix: progress(f"{prefix}{task}", done, total))
+            s0, out = time.monotonic(), {}
+            for st in own:
+                where.update(stage=where["stage"] + 1, round=r, round_name=rnd.name, name=st.name, model=name)
+                if on_stage is not None:
+                    on_stage(dict(where))
+                run_stages(rctx, [st], out)
+            if other is None:
+                rep.update(out)
+            else:
+                rep[f"model {name}"] = {**out, "seconds": round(time.monotonic() - s0, 1)}
+
+
 def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
                config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
@@ -231,16 +297,7 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     model = load(model_path)
     with write_store(store_path, fresh=fresh) as writer:
         if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
-            images, labels = _demo_tables(data)
-            writer.put_dataset(DEMO_DATASET, source="cxrxai phantom", labels=list(DEMO_LABELS),
-                               root=str(data_dir), config=json.loads(config.to_json()),
-                               description="Deterministic phantom chest radiographs with exact lesion masks")
-            writer.put_images(images)
-            writer.put_labels(labels)
-            writer.put_annotations(data.annotations)
-            writer.put_annotations(synthetic_reader(data.annotations[data.annotations.image_id.isin(
-                set(images.image_id[images.split == "test"]))]))
-            writer.publish()
+            _put_demo_dataset(writer, data, config, data_dir)
         writer.put_model(model.spec, weights_path=str(model_path))
         others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
@@ -256,39 +313,7 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         # compared with the main model on every page; a second architecture also its evidence.
         stored = writer.images(dataset=DEMO_DATASET)
         eval_ids = stored.image_id[stored.split.isin(["val", "test"])].tolist()
-        plans = [(rnd, [(None, list(rnd.main))] + [
-            (other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
-                     *(rnd.extra if other.spec.arch != model.spec.arch else ())]) for other in others]
-            + ([(None, list(rnd.after))] if rnd.after else [])) for rnd in rounds]
-        total = sum(len(st) for _, runs in plans for _, st in runs)
-        where = {"rounds": len(rounds), "stages": total, "stage": 0}
-        for r, (rnd, runs) in enumerate(plans, start=1):
-            rep = report if len(rounds) == 1 else report.setdefault(rnd.name or f"round {r}", {})
-            tag = f"{rnd.name} · " if len(rounds) > 1 and rnd.name else ""
-            for other, own in runs:
-                name = model.spec.name if other is None else other.spec.name
-                if other is None:
-                    rctx = ctx
-                    rctx.progress = lambda task, done, total, tag=tag: progress(f"{tag}{task}", done, total)
-                else:
-                    # reproducibility against the demo model alone (not pooled over its seeds), repeatability
-                    # against another training of its own architecture
-                    peers = [model, *(o for o in others if o is not other and o.spec.arch == other.spec.arch)]
-                    rctx = BuildContext(writer, DEMO_DATASET, other, load_images=ctx.load_images,
-                                        options={"image_ids": eval_ids, "trust_models": peers},
-                                        progress=lambda task, done, total, tag=tag, name=name:
-                                        progress(f"{tag}{name}: {task}", done, total))
-                s0, out = time.monotonic(), {}
-                for st in own:
-                    where.update(stage=where["stage"] + 1, round=r, round_name=rnd.name, name=st.name, model=name)
-                    if on_stage is not None:
-                        on_stage(dict(where))
-                    run_stages(rctx, [st], out)
-                if other is None:
-                    rep.update(out)
-                else:
-                    rep[f"model {name}"] = {**out, "seconds": round(time.monotonic() - s0, 1)}
-            ctx.progress = progress
+        _run_rounds(ctx, rounds, others, eval_ids, report, progress, on_stage)
         if phase != "quick":
             writer.set_meta("evidence_built_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             writer.publish()

@@ -73,6 +73,27 @@ def trust_map(model: LoadedModel, x: torch.Tensor, target: int, method: str, par
     return trust.arun_normalize(np.abs(m))
 
 
+def _todo(ctx, methods: dict, ids: list[str]) -> tuple[dict, dict]:
+    """What :func:`trust_stage` has left to score: each method's image positions without a cascading
+    randomization (``{method: [i]}``, methods with none left dropped), and each (method, other model)
+    pair's positions without a comparison (``{(method, name): (model, kind, [i])}``)."""
+    have = ctx.writer.table("trust", model_id=ctx.model.spec.name)
+
+    def todo(method: str, kind: str, other: str = "") -> list[int]:
+        rows = have[(have.method == method) & (have.kind == kind) & (have.other_model == other)] if len(have) else have
+        done = set(rows.image_id) if len(rows) else set()
+        return [i for i, image_id in enumerate(ids) if image_id not in done]
+
+    rand = {m: todo(m, "randomization") for m in methods}
+    compare = {}
+    for o in ctx.options.get("trust_models", []):
+        kind = "repeatability" if o.spec.arch == ctx.model.spec.arch else "reproducibility"
+        for m in methods:
+            if left := todo(m, kind, o.spec.name):
+                compare[m, o.spec.name] = (o, kind, left)
+    return {m: v for m, v in rand.items() if v}, compare
+
+
 def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     """Cascading randomization, degradation thresholds, repeatability and reproducibility of each plan
     method on ``plan.images`` test images, each (method, image) scored once: a build that asks for
@@ -80,24 +101,10 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     only what is new, and redraws a method's degradation threshold over every image's map when it
     has new images."""
     model, mid = ctx.model, ctx.model.spec.name
-    have = ctx.writer.table("trust", model_id=mid)
     cases = _sample(ctx, plan.images, plan.seed)
     ids = cases.image_id.tolist()
-
-    def todo(method: str, kind: str, other: str = "") -> list[int]:
-        rows = have[(have.method == method) & (have.kind == kind) & (have.other_model == other)] if len(have) else have
-        done = set(rows.image_id) if len(rows) else set()
-        return [i for i, image_id in enumerate(ids) if image_id not in done]
-
     methods = dict(plan.methods)
-    rand = {m: todo(m, "randomization") for m in methods}
-    rand = {m: v for m, v in rand.items() if v}
-    compare = {}
-    for o in ctx.options.get("trust_models", []):
-        kind = "repeatability" if o.spec.arch == model.spec.arch else "reproducibility"
-        for m in methods:
-            if todo(m, kind, o.spec.name):
-                compare[m, o.spec.name] = (o, kind, todo(m, kind, o.spec.name))
+    rand, compare = _todo(ctx, methods, ids)
     if not rand and not compare:
         return {"skipped": True, "images": len(ids)}
     x = preprocess(np.asarray(ctx.load_images(ids)), model.spec).to(model.device)
