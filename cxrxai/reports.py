@@ -16,7 +16,7 @@ from .errors import StoreError, UnknownNameError
 from .labels import NO_FINDING
 from .metrics import fairness, shortcut, trust
 from .store import Store, main_rows, setting_names
-from .summaries import fill_command, model_performance, prediction_table
+from .summaries import fill_hint, model_performance, prediction_table
 
 __all__ = ["REPORTS", "Report", "geometry_cases", "localization_cases", "report_options", "run_report"]
 
@@ -33,7 +33,7 @@ def _need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str |
     """``df`` if it has rows, else a :class:`StoreError` naming what is missing and its command."""
     if df.empty:
         whose = f"model {model_id!r} has" if model_id else "the store has"
-        raise StoreError(f"{whose} no {what} yet (table {table}); fill it with `{fill_command(store, table)}`")
+        raise StoreError(f"{whose} no {what} yet (table {table}); {fill_hint(store, table, model_id)}")
     return df
 
 
@@ -63,8 +63,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         loc = loc[loc.method == method]
         if loc.empty:
             raise StoreError(f"model {model_id!r} has no localization metrics for explainer {method!r} (table "
-                             f"localization has {', '.join(have)}); precompute its maps with "
-                             f"`{fill_command(store, 'localization').replace('gradcam,gradcam++', method)}`")
+                             f"localization has {', '.join(have)}); "
+                             f"{fill_hint(store, 'localization', model_id).replace('gradcam,gradcam++', method)}")
     if params_key is None:  # chosen on every case, not the slice, so every report scores the same setting
         loc = main_rows(loc, store.default_settings(model_id))
     elif params_key != "*":
@@ -78,7 +78,7 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
     if loc.empty:
         raise StoreError(f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
                          + (f" of {method!r}" if method else "") + " (table localization); choose slice=positive or "
-                         f"slice=all, or fill more with `{fill_command(store, 'localization')}`")
+                         f"slice=all; for more cases, {fill_hint(store, 'localization', model_id)}")
     imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split"])
     return loc.merge(imgs, on="image_id", how="left")
 

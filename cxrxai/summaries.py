@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
 from .errors import StoreError
 from .labels import AGE_BINS, NO_FINDING
 from .metrics.classification import auroc_ci
-from .store import Store, main_rows
+from .store import CAM_ONLY_META, Store, main_rows
 
-__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "filter_cases", "label_table", "model_performance",
+__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases", "label_table", "model_performance",
            "outcome", "prediction_table", "resolve_split"]
 
 #: The split name that means "every image with a prediction of the model".
@@ -40,6 +42,19 @@ def fill_command(store: Store, what: str = "predictions") -> str:
         return "python -m cxrxai precompute --model ... (or import-predictions --predictions preds.csv)"
     extra = {"trust": " --analyses trust", "fidelity": " --analyses fidelity", "sweep": " --analyses sweep"}.get(what, "")
     return f"python -m cxrxai precompute --model ... --explainers gradcam,gradcam++{extra}"
+
+
+def fill_hint(store: Store, what: str = "predictions", model_id: str | None = None) -> str:
+    """How the missing ``what`` of ``model_id`` gets filled, as the end of a sentence: the command
+    (:func:`fill_command`), or, for a model the build deliberately gives its CAMs only, that it
+    does and which model to pick instead."""
+    serves = json.loads(store.meta(CAM_ONLY_META, "{}") or "{}").get(model_id) if model_id else None
+    if serves is None:
+        return f"fill it with `{fill_command(store, what)}`"
+    others = [m for m in store.models().model_id if m not in json.loads(store.meta(CAM_ONLY_META, "{}"))]
+    return (f"the build gives this model its predictions and Grad-CAM / Grad-CAM++ maps only: it is a second "
+            f"training of {serves!r}, there for that model's repeatability (its Trust page); pick "
+            f"{' or '.join(repr(m) for m in others)} for this analysis")
 
 
 def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:

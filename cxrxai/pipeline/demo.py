@@ -18,7 +18,7 @@ from ..data.second_reader import synthetic_reader
 from ..errors import UnknownNameError
 from ..labels import DEMO_LABELS
 from ..models.registry import load
-from ..store import write_store
+from ..store import CAM_ONLY_META, write_store
 from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
@@ -82,13 +82,15 @@ FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_im
 class Round:
     """One pass of the evidence over every model: ``main`` runs on the demo model, then each other
     model runs its predictions, thresholds and ``extra`` stages (a second architecture) at the same
-    sizes, then ``after`` runs on the demo model. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
+    sizes (``same_arch`` instead for another training of the demo model's architecture: the second
+    seed, there for repeatability, gets its CAMs), then ``after`` runs on the demo model. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
     cases."""
 
     name: str
     main: tuple[Stage, ...]
     extra: tuple[Stage, ...] = ()
     after: tuple[Stage, ...] = ()  # on the demo model, once every model has had its stages of the round
+    same_arch: tuple[Stage, ...] = ()  # instead of ``extra`` for another training of the demo model's architecture
 
 
 def evidence_rounds(*, full: bool = False, phase: str = "evidence",
@@ -109,7 +111,8 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
         main = [st for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence, ahead=ahead)
                 if st.name != "shortcut"]
         after = (Stage("shortcut", _shortcut),) if k == 0 else ()  # fine-tuning takes minutes: after both first looks
-        out.append(Round(name, tuple(main), tuple(model_evidence_stages(evidence=evidence, ahead=ahead)), after))
+        extra = model_evidence_stages(evidence=evidence, ahead=ahead)
+        out.append(Round(name, tuple(main), tuple(extra), after, tuple(extra[:2]) if k == 0 else ()))
     return out
 
 
@@ -216,12 +219,12 @@ def _put_demo_dataset(writer, data, config: PhantomConfig, data_dir: str | Path)
 
 def _round_runs(rnd: Round, model, others: list) -> list[tuple]:
     """One round's runs in order, ``(other model or None for the main one, stages)``: the main model's
-    stages, each other model's predictions and thresholds (and the round's ``extra`` stages when its
-    architecture differs from the main model's), then the round's ``after`` stages."""
+    stages, each other model's predictions and thresholds and the round's ``extra`` stages (``same_arch``
+    for another training of the main model's architecture), then the round's ``after`` stages."""
     runs = [(None, list(rnd.main))]
     for other in others:
         runs.append((other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
-                             *(rnd.extra if other.spec.arch != model.spec.arch else ())]))
+                             *(rnd.extra if other.spec.arch != model.spec.arch else rnd.same_arch)]))
     return runs + ([(None, list(rnd.after))] if rnd.after else [])
 
 
@@ -302,6 +305,9 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
             writer.put_model(other.spec, weights_path=str(path))
+        if others:  # the quick phase registers none: it leaves the evidence build's record alone
+            writer.set_meta(CAM_ONLY_META, json.dumps({o.spec.name: model.spec.name for o in others
+                                                       if o.spec.arch == model.spec.arch}))
         options = {"trust_models": others, "prediction_cache": prediction_cache,
                    "write_prediction_cache": write_prediction_cache, "shortcut": _shortcut_setup(model_path, config, data_dir)}
         ctx = BuildContext(writer, DEMO_DATASET, model, options=options,

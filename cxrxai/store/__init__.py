@@ -9,9 +9,9 @@ Usage::
 """
 
 from ._queries import StoredMap
-from ._schema import SCHEMA_VERSION
+from ._schema import CAM_ONLY_META, SCHEMA_VERSION
 from ._settings import main_rows, main_settings, setting_names
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
-__all__ = ["SCHEMA_VERSION", "Store", "StoreWriter", "StoredMap", "main_rows", "main_settings", "open_store", "params_key",
+__all__ = ["CAM_ONLY_META", "SCHEMA_VERSION", "Store", "StoreWriter", "StoredMap", "main_rows", "main_settings", "open_store", "params_key",
            "setting_names", "write_store"]

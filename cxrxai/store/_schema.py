@@ -130,6 +130,10 @@ _V4 = [
 
 MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)
+
+#: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and
+#: Grad-CAM/Grad-CAM++ only (the demo's second DenseNet-121 training, there for the other's repeatability).
+CAM_ONLY_META = "cam_only_models"
 TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
           "localization", "geometry", "trust", "fidelity", "problems", "shortcut")
 #: Tables filled by stages through the generic put_table / table methods.

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cxrxai import reports
+from cxrxai.errors import StoreError
 from cxrxai.models.registry import ARCHITECTURES, build, load, save
 from cxrxai.pipeline import BuildContext, Stage
 from cxrxai.pipeline.demo import Evidence, Round, build_demo, evidence_rounds
@@ -228,7 +230,7 @@ def _rounds(kill_at: tuple[int, str, str] | None = None) -> list[Round]:
         for part in ("main", "extra"):
             parts[part] = tuple(Stage(st.name, kill) if kill_at == (r, part, st.name) else st
                                 for st in getattr(rnd, part) if st.name not in slow)
-        out.append(Round(rnd.name, parts["main"], parts["extra"]))
+        out.append(Round(rnd.name, parts["main"], parts["extra"], same_arch=rnd.same_arch))
     return out
 
 
@@ -285,6 +287,16 @@ def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_
     assert {k: set(v) for k, v in compared[models[0]].items()} == {
         "repeatability": {"tiny-densenet121-seed1"}, "reproducibility": {"tiny-resnet18"}}
     assert {k: set(v) for k, v in compared[models[1]].items()} == {"reproducibility": {"tiny-densenet121"}}
+    with open_store(path) as s:  # the second seed: its CAMs for every test case, nothing costly
+        seed_maps, main_maps = s.map_index(model_id="tiny-densenet121-seed1"), s.map_index(model_id=models[0])
+        cams = main_maps[main_maps.method.isin(["gradcam", "gradcam++"])]
+        assert set(zip(seed_maps.image_id, seed_maps.label, seed_maps.method)) == set(
+            zip(cams.image_id, cams.label, cams.method))
+        assert set(s.table("localization", model_id="tiny-densenet121-seed1").method) == {"gradcam", "gradcam++"}
+        with pytest.raises(StoreError) as err:  # its Trust page says why it is empty and what to pick
+            reports.run_report(s, "trust", "tiny-densenet121-seed1")
+    assert "second training of 'tiny-densenet121'" in str(err.value) and "'tiny-resnet18'" in str(err.value)
+    assert "python -m cxrxai demo" not in str(err.value)  # which would never fill it
 
 
 def test_the_default_rounds_look_at_everything_first_then_complete_it():
@@ -294,6 +306,7 @@ def test_the_default_rounds_look_at_everything_first_then_complete_it():
     for r in rounds:
         assert {"maps", "occlusion sweep", "localization", "trust", "fidelity"} <= {s.name for s in r.main}
         assert {"cams", "maps", "trust", "fidelity"} <= {s.name for s in r.extra}
+    assert [s.name for s in rounds[0].same_arch] == ["cams", "localization (CAMs)"] and not rounds[1].same_arch
     assert [s.name for s in evidence_rounds(phase="all")[0].main][:3] == ["predictions", "thresholds", "cams"]
     assert [s.name for s in rounds[0].after] == ["shortcut"] and not rounds[1].after  # after both first looks
     assert len(evidence_rounds(full=True)) == 1
