@@ -23,7 +23,7 @@ train: $(VENV)/.installed
 	$(BIN)/python -m cxrxai demo --train
 
 # The second DenseNet-121 (repeatability) and a second architecture (reproducibility), Arun et al.;
-# each is trained only when its weights are missing (the ResNet-18 ships). Then `make demo`.
+# each is trained only when its weights are missing (both ship; delete one to retrain it). Then `make demo`.
 train-extra: data_cache/models/demo-densenet121-seed1.pt data_cache/models/demo-resnet18.pt
 
 data_cache/models/demo-densenet121-seed1.pt: | $(VENV)/.installed
