@@ -48,10 +48,11 @@ def fill_hint(store: Store, what: str = "predictions", model_id: str | None = No
     """How the missing ``what`` of ``model_id`` gets filled, as the end of a sentence: the command
     (:func:`fill_command`), or, for a model the build deliberately gives its CAMs only, that it
     does and which model to pick instead."""
-    serves = json.loads(store.meta(CAM_ONLY_META, "{}") or "{}").get(model_id) if model_id else None
+    cam_only = json.loads(store.meta(CAM_ONLY_META) or "{}")
+    serves = cam_only.get(model_id) if model_id else None
     if serves is None:
         return f"fill it with `{fill_command(store, what)}`"
-    others = [m for m in store.models().model_id if m not in json.loads(store.meta(CAM_ONLY_META, "{}"))]
+    others = [m for m in store.models().model_id if m not in cam_only]
     return (f"the build gives this model its predictions and Grad-CAM / Grad-CAM++ maps only: it is a second "
             f"training of {serves!r}, there for that model's repeatability (its Trust page); pick "
             f"{' or '.join(repr(m) for m in others)} for this analysis")

@@ -83,8 +83,8 @@ class Round:
     """One pass of the evidence over every model: ``main`` runs on the demo model, then each other
     model runs its predictions, thresholds and ``extra`` stages (a second architecture) at the same
     sizes (``same_arch`` instead for another training of the demo model's architecture: the second
-    seed, there for repeatability, gets its CAMs), then ``after`` runs on the demo model. Samples are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds
-    cases."""
+    seed, there for repeatability, gets its CAMs), then ``after`` runs on the demo model. Samples
+    are nested (:func:`~cxrxai.pipeline.maps.sample_pairs`), so a later round only adds cases."""
 
     name: str
     main: tuple[Stage, ...]
