@@ -53,9 +53,8 @@ def fill_hint(store: Store, what: str = "predictions", model_id: str | None = No
     if serves is None:
         return f"fill it with `{fill_command(store, what)}`"
     others = [m for m in store.models().model_id if m not in cam_only]
-    return (f"the build gives this model its predictions and Grad-CAM / Grad-CAM++ maps only: it is a second "
-            f"training of {serves!r}, there for that model's repeatability (its Trust page); pick "
-            f"{' or '.join(repr(m) for m in others)} for this analysis")
+    return (f"it is a second training of {serves!r}, kept for that model's repeatability, with its predictions "
+            f"and Grad-CAM / Grad-CAM++ maps only; pick {' or '.join(repr(m) for m in others)} here")
 
 
 def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:

@@ -78,6 +78,11 @@ EVIDENCE = Evidence()
 FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_images=10)
 
 
+#: What another training of the demo model's architecture gets (once): its CAMs of every test case,
+#: their scores and the second reader's (the human benchmark), seconds to a minute on a CPU.
+SAME_ARCH_STAGES = ("cams", "localization (CAMs)", "second reader")
+
+
 @dataclass(frozen=True)
 class Round:
     """One pass of the evidence over every model: ``main`` runs on the demo model, then each other
@@ -112,7 +117,8 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
                 if st.name != "shortcut"]
         after = (Stage("shortcut", _shortcut),) if k == 0 else ()  # fine-tuning takes minutes: after both first looks
         extra = model_evidence_stages(evidence=evidence, ahead=ahead)
-        out.append(Round(name, tuple(main), tuple(extra), after, tuple(extra[:2]) if k == 0 else ()))
+        cams = tuple(st for st in extra if st.name in SAME_ARCH_STAGES) if k == 0 else ()
+        out.append(Round(name, tuple(main), tuple(extra), after, cams))
     return out
 
 

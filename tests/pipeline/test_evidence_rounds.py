@@ -292,10 +292,13 @@ def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_
         cams = main_maps[main_maps.method.isin(["gradcam", "gradcam++"])]
         assert set(zip(seed_maps.image_id, seed_maps.label, seed_maps.method)) == set(
             zip(cams.image_id, cams.label, cams.method))
-        assert set(s.table("localization", model_id="tiny-densenet121-seed1").method) == {"gradcam", "gradcam++"}
+        seed_loc = s.table("localization", model_id="tiny-densenet121-seed1")
+        assert set(seed_loc[seed_loc.source == "explainer"].method) == {"gradcam", "gradcam++"}
+        assert set(seed_loc[seed_loc.source == "reader"].method) == {"hb-synthetic"}  # the human benchmark too
         with pytest.raises(StoreError) as err:  # its Trust page says why it is empty and what to pick
             reports.run_report(s, "trust", "tiny-densenet121-seed1")
-    assert "second training of 'tiny-densenet121'" in str(err.value) and "'tiny-resnet18'" in str(err.value)
+    assert "second training of 'tiny-densenet121'" in str(err.value) and "pick 'tiny-densenet121' or 'tiny-resnet18'" in str(
+        err.value)
     assert "python -m cxrxai demo" not in str(err.value)  # which would never fill it
 
 
@@ -306,7 +309,8 @@ def test_the_default_rounds_look_at_everything_first_then_complete_it():
     for r in rounds:
         assert {"maps", "occlusion sweep", "localization", "trust", "fidelity"} <= {s.name for s in r.main}
         assert {"cams", "maps", "trust", "fidelity"} <= {s.name for s in r.extra}
-    assert [s.name for s in rounds[0].same_arch] == ["cams", "localization (CAMs)"] and not rounds[1].same_arch
+    assert [s.name for s in rounds[0].same_arch] == ["cams", "localization (CAMs)", "second reader"]
+    assert not rounds[1].same_arch
     assert [s.name for s in evidence_rounds(phase="all")[0].main][:3] == ["predictions", "thresholds", "cams"]
     assert [s.name for s in rounds[0].after] == ["shortcut"] and not rounds[1].after  # after both first looks
     assert len(evidence_rounds(full=True)) == 1
