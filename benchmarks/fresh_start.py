@@ -22,23 +22,13 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from cxrxai.bench import machine
 
+from ._browser import chromium, wait_healthy
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-
-
-def _wait_http(port: int, t0: float, limit_s: float) -> float:
-    while time.monotonic() - t0 < limit_s:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return time.monotonic() - t0
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"the app did not answer within {limit_s:.0f} s")
 
 
 def _first_chart(port: int, t0: float) -> dict:
@@ -46,9 +36,7 @@ def _first_chart(port: int, t0: float) -> dict:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = chromium(p)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
         page.get_by_role("heading", name="Overview").first.wait_for(timeout=300_000)
@@ -62,9 +50,8 @@ def _first_chart(port: int, t0: float) -> dict:
 
 def _watch_evidence(store: Path, t0: float, limit_s: float) -> dict:
     """Follow the build's status file until the store says its evidence is complete."""
-    import duckdb
-
     from cxrxai.pipeline import background
+    from cxrxai.store import open_store
 
     steps, last = [], None
     while time.monotonic() - t0 < limit_s:
@@ -80,10 +67,10 @@ def _watch_evidence(store: Path, t0: float, limit_s: float) -> dict:
             break
         time.sleep(5)
     done = time.monotonic() - t0
-    with duckdb.connect(str(store), read_only=True) as con:
-        built = con.execute("SELECT value FROM meta WHERE key = 'evidence_built_at'").fetchall()
+    with open_store(store) as s:
+        built = s.meta("evidence_built_at")
     return {"steps": steps, "finished_s": round(done, 1), "state": (background.read_status(store) or {}).get("state"),
-            "evidence_built_at": built[0][0] if built else None}
+            "evidence_built_at": built}
 
 
 def _milestones(steps: list[dict], finished_s: float) -> dict:
@@ -129,7 +116,8 @@ def main(argv=None) -> int:
     app = subprocess.Popen(["make", "app"], cwd=args.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
                            start_new_session=True)
     try:
-        result["server_answers_s"] = round(_wait_http(args.port, t0, 900), 1)
+        wait_healthy(f"http://127.0.0.1:{args.port}", 900)
+        result["server_answers_s"] = round(time.monotonic() - t0, 1)
         result.update(_first_chart(args.port, t0))
         if args.evidence:
             ev = _watch_evidence(args.workdir / "data_cache" / "demo.duckdb", t0, args.limit_h * 3600)

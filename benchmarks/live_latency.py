@@ -21,13 +21,13 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from cxrxai import paths
 from cxrxai.bench import machine
 
-CHROMIUM = "/usr/bin/chromium"
+from ._browser import chromium, wait_healthy
+
 COLOUR_BARS = "document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .colorbar').length"
 MAP_ON = f"() => {COLOUR_BARS}"
 
@@ -37,15 +37,12 @@ def _serve(store: Path, port: int) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.headless", "true"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                             cwd=Path(__file__).resolve().parents[1])
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit("the app did not start within 120 s")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", 120)
+    except SystemExit:
+        proc.kill()
+        raise
+    return proc
 
 
 def _flick(page) -> float:
@@ -106,7 +103,7 @@ def main() -> None:
     results = {}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+            browser = chromium(p)
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
             page.goto(f"http://127.0.0.1:{args.port}/explorer")
             page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=120_000)
