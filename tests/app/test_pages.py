@@ -135,6 +135,14 @@ def test_the_trust_summary_shows_n_per_test_and_a_dash_where_a_criterion_has_no_
     assert any(c.value.startswith("n: the images each test rests on") for c in at.caption)
 
 
+def test_the_trust_page_says_once_that_a_model_has_no_trust_scores(tiny_store):
+    at = _app(tiny_store, "pages/trust.py")  # predictions and thresholds only
+    assert not at.exception, at.exception
+    said = [i.value for i in at.info if "no trust scores" in i.value]
+    assert len(said) == 1 and "(table trust)" in said[0]  # not again for the curves and the boxes
+    assert not at.dataframe and not at.get("plotly_chart")
+
+
 def test_a_case_without_a_stored_threshold_says_so_instead_of_nan(tiny_full_store, tmp_path):
     import shutil
 
