@@ -40,7 +40,7 @@ class StoredMap:
 
 
 _IMAGE_COLUMNS = ("image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin", "view",
-                  "split", "width", "height")
+                  "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note")
 
 
 class Queries:

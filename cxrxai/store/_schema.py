@@ -128,13 +128,30 @@ _V4 = [
         PRIMARY KEY (model_id, image_id, label, method, params_key))""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+# Version 5: where each value came from ("never silently wrong", issue 25). Per image, the source
+# of sex, age and view (``csv:<file>``, ``dicom:<Tag>``, ``derived:<rule>``; missing when the value
+# is missing) and what the reader did to the film (bit depth and rescaling, EXIF orientation,
+# channel conversion). ``label_matches``: which model output scores which dataset label, and how
+# (exact, alias, case), plus the outputs and labels that matched nothing (the other side missing).
+_V5 = [
+    "ALTER TABLE images ADD COLUMN sex_source VARCHAR",
+    "ALTER TABLE images ADD COLUMN age_source VARCHAR",
+    "ALTER TABLE images ADD COLUMN view_source VARCHAR",
+    "ALTER TABLE images ADD COLUMN decode_note VARCHAR",
+    """CREATE TABLE label_matches (
+        dataset VARCHAR NOT NULL, model_id VARCHAR NOT NULL, model_output VARCHAR, dataset_label VARCHAR,
+        how VARCHAR NOT NULL,
+        CHECK (how IN ('exact', 'alias', 'case', 'unmatched output', 'unmatched label')))""",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and
 #: Grad-CAM/Grad-CAM++ only (the demo's second DenseNet-121 training, there for the other's repeatability).
 CAM_ONLY_META = "cam_only_models"
 TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
-          "localization", "geometry", "trust", "fidelity", "problems", "shortcut")
+          "localization", "geometry", "trust", "fidelity", "problems", "shortcut",
+          "label_matches")
 #: Tables filled by stages through the generic put_table / table methods.
 METRIC_TABLES = ("localization", "geometry", "trust", "fidelity", "problems", "shortcut")

@@ -228,7 +228,7 @@ class StoreWriter(Queries):
 
     def put_images(self, df: pd.DataFrame) -> int:
         cols = ["image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin",
-                "view", "split", "width", "height"]
+                "view", "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note"]
         return self._upsert("images", df.reindex(columns=cols), cols)
 
     def put_labels(self, df: pd.DataFrame) -> int:
