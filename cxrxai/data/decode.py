@@ -1,9 +1,9 @@
 """Decode a dataset's images once, in parallel worker processes, into a resized uint8 cache.
 
-Each image is read (PNG/JPEG/DICOM, :func:`~cxrxai.data.io.read_image`), its original size
-recorded, and resized to the model's input size (area interpolation) into one
-``(N, S, S)`` memory-mapped array, so every later stage reads pixels without touching the
-disk's originals again. An image that cannot be read is reported (id and reason) and left out;
+Each image is read (PNG/JPEG/DICOM, :func:`~cxrxai.data.io.read_film`), its original size and
+the reader's note (bit depth, orientation, channels: what was done to it) recorded, and resized
+to the model's input size (area interpolation) into one ``(N, S, S)`` memory-mapped array, so
+every later stage reads pixels without touching the disk's originals again. An image that cannot be read is reported (id and reason) and left out;
 the run goes on.
 """
 
@@ -13,13 +13,13 @@ import hashlib
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DataError
-from .io import read_image, resize_to_input
+from .io import READER_VERSION, read_film, resize_to_input
 
 __all__ = ["DecodedImages", "RowLoader", "decode_images"]
 
@@ -30,6 +30,7 @@ class DecodedImages:
     pixels: np.ndarray  # (N, S, S) uint8 memmap
     sizes: dict[str, tuple[int, int]]  # original (height, width)
     failures: list[tuple[str, str]]  # (image_id, reason)
+    notes: dict[str, str] = field(default_factory=dict)  # what the reader did, for the images it changed
 
     def loader(self) -> Callable[[list[str]], np.ndarray]:
         return RowLoader(self.pixels, self.image_ids)
@@ -60,40 +61,46 @@ class RowLoader:
         self.pixels = np.load(state["path"], mmap_mode="r") if "path" in state else state["pixels"]
 
 
-def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, str | None]:
+def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, str | None, str | None]:
+    """(image_id, resized pixels, original shape, error, reader's note) of one image."""
     image_id, path, size = args
     try:
-        img = read_image(path)
+        film = read_film(path)
     except DataError as err:
-        return image_id, None, None, str(err)
-    return image_id, resize_to_input(img, size), img.shape, None
+        return image_id, None, None, str(err), None
+    return image_id, resize_to_input(film.pixels, size), film.pixels.shape, None, film.note
 
 
 def decode_images(root: str | Path, items: list[tuple[str, str]], size: int, cache_dir: str | Path, *,
                   workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> DecodedImages:
-    """Decode ``items`` = [(image_id, path relative to root)] to ``size`` px (cached by content key)."""
+    """Decode ``items`` = [(image_id, path relative to root)] to ``size`` px (cached by content key,
+    which includes the reader's :data:`~cxrxai.data.io.READER_VERSION`: a cache decoded by an
+    older rule is never taken for the new one)."""
     root = Path(root)
-    key = hashlib.sha256(f"{root.resolve()}|{size}|{items!r}".encode()).hexdigest()[:16]
+    content = f"reader {READER_VERSION}|{root.resolve()}|{size}|{items!r}"
+    key = hashlib.sha256(content.encode()).hexdigest()[:16]
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     out_path = cache_dir / f"decoded-{key}.npy"
     tmp = cache_dir / f"decoded-{key}.tmp{os.getpid()}.npy"
     pixels = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=(len(items), size, size))
-    ok, sizes, failures = [], {}, []
+    ok, sizes, failures, notes = [], {}, [], {}
     workers = workers or min(8, os.cpu_count() or 1)
     jobs = [(i, str(root / p), size) for i, p in items]
     with ProcessPoolExecutor(workers) as pool:
-        for n, (image_id, img, shape, err) in enumerate(pool.map(_decode_one, jobs, chunksize=16)):
+        for n, (image_id, img, shape, err, note) in enumerate(pool.map(_decode_one, jobs, chunksize=16)):
             if err is not None:
                 failures.append((image_id, err))
             else:
                 pixels[len(ok)] = img
                 ok.append(image_id)
                 sizes[image_id] = shape
+                if note:
+                    notes[image_id] = note
             if progress:
                 progress(n + 1, len(items))
     pixels.flush()
     del pixels
     os.replace(tmp, out_path)
     full = np.load(out_path, mmap_mode="r")
-    return DecodedImages(ok, full[: len(ok)], sizes, failures)
+    return DecodedImages(ok, full[: len(ok)], sizes, failures, notes)

@@ -1,18 +1,26 @@
 """Reading radiographs from files into 8-bit grey arrays (files are never modified).
 
-* PNG / JPEG (Pillow, which also detects truncated files), 8- or 16-bit: 16-bit is scaled by 1/257; a colour file is accepted only when its
-  channels are equal (a grey image saved as RGB) — a truly colour image is not a radiograph.
+* PNG / JPEG (Pillow, which also detects truncated files; 16-bit PNGs with colour or alpha
+  through OpenCV, since Pillow keeps only their high bytes), by the rules of
+  :mod:`cxrxai.data._film_rules`: a 16-bit film is scaled from the range it really uses (PNG
+  ``sBIT``, else the smallest of 8/10/12/14/16 bits covering its maximum), an alpha channel is
+  dropped, RGB is read as grey by the channels' mean when they differ by at most
+  :data:`~cxrxai.data._film_rules.GREY_TOLERANCE` levels (else refused as a colour image), and
+  the EXIF orientation is applied as image viewers apply it.
 * DICOM (pydicom): modality LUT (rescale slope/intercept), then the VOI LUT or window from the
-  header when present (else the full range), MONOCHROME1 inverted so bone is bright, then
+  header when present (else the film's own range), MONOCHROME1 inverted so bone is bright, then
   scaled to 8 bits.
 * Images larger than :data:`MAX_SIDE` pixels on a side are refused (a decompression bomb or
   the wrong file), as are files with no pixel data.
 
-Every error is a :class:`~cxrxai.errors.DataError` naming the file.
+:func:`read_film` returns the pixels with a one-line note of what was done to them (``None``
+for a plain 8-bit grey PNG or JPEG); :func:`read_image` only the pixels. Every error is a
+:class:`~cxrxai.errors.DataError` naming the file.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -20,10 +28,25 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError
+from ._film_rules import ORIENTATION_TAG, drop_alpha, orient, png_header, to_grey, used_range
 
-__all__ = ["MAX_SIDE", "is_dicom", "read_dicom", "read_image", "resize_to_input", "to_uint8"]
+__all__ = ["MAX_SIDE", "READER_VERSION", "Film", "is_dicom", "read_dicom", "read_film", "read_image",
+           "resize_to_input", "to_uint8"]
 
 MAX_SIDE = 8192
+
+#: Raised whenever a rule here changes the pixels a file reads to (a decode cache keyed by it is
+#: then rebuilt, never reused from the old rule). 2: bit depth, EXIF orientation, alpha and tint.
+READER_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Film:
+    """A radiograph as read: ``pixels`` (H, W) uint8, and ``note``, one line saying what the
+    reader did that a user might not expect (``"; "``-joined; ``None`` when nothing)."""
+
+    pixels: np.ndarray
+    note: str | None = None
 
 
 def to_uint8(arr: np.ndarray) -> np.ndarray:
@@ -51,41 +74,86 @@ def is_dicom(path: str | Path) -> bool:
 
 
 def read_image(path: str | Path) -> np.ndarray:
-    """A PNG/JPEG/DICOM radiograph as a (H, W) uint8 grey array."""
+    """A PNG/JPEG/DICOM radiograph as a (H, W) uint8 grey array (:func:`read_film`'s pixels)."""
+    return read_film(path).pixels
+
+
+def read_film(path: str | Path) -> Film:
+    """A PNG/JPEG/DICOM radiograph as (H, W) uint8 grey pixels and the note of what was done to
+    them (see the module docstring for the rules)."""
     p = Path(path)
     if not p.is_file():
         raise DataError(f"no image file at {p}")
     if p.suffix.lower() in (".dcm", ".dicom") or is_dicom(p):
-        return read_dicom(p)
+        return _dicom_film(p)
     try:
         with Image.open(p) as im:
             if max(im.size) > MAX_SIDE:  # checked before decoding a possible decompression bomb
                 raise DataError(f"{p} is {im.size[0]}×{im.size[1]} px; images above {MAX_SIDE} px a side are refused")
-            im.load()
-            img = _grey(np.asarray(im.convert("RGB") if im.mode in ("P", "PA", "CMYK", "YCbCr") else im), p)
+            header = png_header(p) if im.format == "PNG" else None
+            arr = _pixels(im, p, header)
+            orientation = im.getexif().get(ORIENTATION_TAG)
+            fmt = im.format or p.suffix.lstrip(".").upper()
     except (UnidentifiedImageError, OSError, SyntaxError) as err:  # truncated, corrupt or not an image
         raise DataError(f"{p} is not a readable PNG/JPEG image (corrupt, truncated or another format): {err}") from None
-    _check_size(img, p)
-    return to_uint8(img)
+    _check_size(arr, p)
+    arr, alpha = drop_alpha(arr)
+    depth = None
+    if arr.dtype == np.uint16:
+        sbit = header.sbit if header else None
+        kind = f"16-bit {fmt}" + (", no sBIT" if header and sbit is None else "")
+        top, depth = used_range(arr, kind=kind, sbit=sbit)
+    elif arr.dtype == np.uint8:
+        top = 255
+    else:
+        return _other_type(arr, p, orientation)
+    img, channels = to_grey(arr, top, p)
+    img, turned = orient(img, orientation)
+    return Film(img, _joined(depth, alpha, channels, turned))
 
 
-def _grey(arr: np.ndarray, p: Path) -> np.ndarray:
-    if arr.ndim == 3:
-        channels = arr[..., :3]
-        if not (np.array_equal(channels[..., 0], channels[..., 1]) and np.array_equal(channels[..., 1], channels[..., 2])):
-            raise DataError(f"{p} is a colour image; a radiograph should be greyscale")
-        arr = channels[..., 0]
+def _pixels(im: Image.Image, p: Path, header) -> np.ndarray:
+    """The decoded samples, (H, W) or (H, W, C) with any alpha last, at their stored depth."""
+    if header and header.bit_depth == 16 and header.colour_type != 0:
+        arr = cv2.imdecode(np.fromfile(p, np.uint8), cv2.IMREAD_UNCHANGED)  # Pillow keeps only the high bytes
+        if arr is None:
+            raise DataError(f"{p} is not a readable 16-bit PNG image (corrupt or truncated)")
+        return arr  # BGR(A): the channel order does not matter to a grey reading
+    im.load()
+    if im.mode in ("P", "PA", "CMYK", "YCbCr"):
+        im = im.convert("RGBA" if im.mode == "PA" or "transparency" in im.info else "RGB")
+    elif im.mode == "1":
+        im = im.convert("L")
+    arr = np.asarray(im)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype == np.int32 and arr.size and arr.min() >= 0 and arr.max() <= 65535:
-        arr = arr.astype(np.uint16)  # 16-bit PNGs open in PIL's 32-bit integer mode
+        arr = arr.astype(np.uint16)  # 16-bit PNGs open in PIL's 32-bit integer mode in older Pillows
     return arr
+
+
+def _other_type(arr: np.ndarray, p: Path, orientation) -> Film:
+    if arr.ndim != 2:
+        raise DataError(f"{p} holds {arr.dtype} pixels of shape {arr.shape}; expected grey, RGB or 8/16-bit")
+    lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+    img, turned = orient(to_uint8(arr), orientation)
+    note = f"{arr.dtype} pixels: scaled from their own range {lo:g}–{hi:g} to 0–255"
+    return Film(img, _joined(note, turned))
+
+
+def _joined(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
 
 
 def read_dicom(path: str | Path) -> np.ndarray:
     """A DICOM radiograph as (H, W) uint8 (see the module docstring for the steps)."""
+    return _dicom_film(Path(path)).pixels
+
+
+def _dicom_film(p: Path) -> Film:
     import pydicom
     from pydicom.pixels import apply_modality_lut, apply_voi_lut
 
-    p = Path(path)
     try:
         ds = pydicom.dcmread(str(p))
     except (pydicom.errors.InvalidDicomError, OSError, EOFError) as err:
@@ -102,10 +170,37 @@ def read_dicom(path: str | Path) -> np.ndarray:
     values = apply_modality_lut(arr, ds)
     if "VOILUTSequence" in ds or "WindowCenter" in ds:
         values = apply_voi_lut(values, ds)
+    note = _dicom_note(ds, values)
     img = to_uint8(np.asarray(values, np.float64))
     if str(ds.get("PhotometricInterpretation", "MONOCHROME2")).upper() == "MONOCHROME1":
         img = 255 - img
-    return img
+        note += "; MONOCHROME1: inverted so bone is bright"
+    return Film(img, note)
+
+
+def _dicom_note(ds, values: np.ndarray) -> str:
+    """How a DICOM's grey levels were chosen (``values``: after the modality LUT, and the VOI
+    LUT or window when the header has one)."""
+    from pydicom.multival import MultiValue
+
+    parts = [f"DICOM, {ds.get('BitsStored', 'unknown')} bits stored"]
+    slope, intercept = float(ds.get("RescaleSlope", 1) or 1), float(ds.get("RescaleIntercept", 0) or 0)
+    if "ModalityLUTSequence" in ds:
+        parts.append("modality LUT from the header applied")
+    elif (slope, intercept) != (1.0, 0.0):
+        parts.append(f"rescale slope {slope:g} intercept {intercept:g} applied")
+    if "VOILUTSequence" in ds:
+        parts.append("VOI LUT from the header")
+    elif "WindowCenter" in ds:
+        centres, widths = ds.WindowCenter, ds.get("WindowWidth")
+        many = isinstance(centres, MultiValue)  # apply_voi_lut applies the first window
+        centre, width = (centres[0], widths[0]) if many else (centres, widths)
+        extra = f" (the first of {len(centres)})" if many else ""
+        parts.append(f"window centre {float(centre):g} width {float(width):g} from the header{extra}")
+    else:
+        lo, hi = (float(np.min(values)), float(np.max(values))) if values.size else (0.0, 0.0)
+        parts.append(f"no window in the header: scaled from its own range {lo:g}–{hi:g} to 0–255")
+    return ", ".join(parts)
 
 
 def _check_size(img: np.ndarray, p: Path) -> None:

@@ -84,7 +84,8 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
         raise DataError(decoded.failures[0][1])
     heights = images["image_id"].map({i: h for i, (h, _) in decoded.sizes.items()})
     widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
-    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]))
+    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]),
+                           decode_note=images["image_id"].map(decoded.notes))  # what the reader did to a film
     path_of = dict(zip(images["image_id"], images["path"]))
     annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
     problems = pd.concat([tables.problems.assign(stage="adapter"),
