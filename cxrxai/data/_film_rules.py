@@ -37,9 +37,11 @@ __all__ = ["BIT_DEPTHS", "GREY_TOLERANCE", "ORIENTATION_TAG", "PngHeader", "drop
 BIT_DEPTHS = (8, 10, 12, 14, 16)
 
 #: Largest difference between the RGB channels of a pixel (grey levels, 0–255 scale) still read as
-#: grey. Scanned films and viewer exports carry a faint tint of a few levels and JPEG's colour
-#: rounding adds one or two; an annotation in colour, a photograph or a false-colour map differs
-#: by tens of levels. 8 accepts the first with room and refuses the second.
+#: grey. Scanned films and viewer exports carry a faint tint of a few levels, and JPEG's colour
+#: rounding can widen it: measured on a CheXpert film given a 3-level tint (channels g, g+1, g+3,
+#: clipped at 255) and saved by Pillow at quality 95, the channels read back 3 levels apart, and
+#: up to 7 in the whole film (a grey film saved as RGB JPEG: 0). A colour annotation, photograph
+#: or false-colour map differs by tens of levels. 8 accepts the first and refuses the second.
 GREY_TOLERANCE = 8
 
 #: The EXIF tag of the orientation in which a viewer shows the stored pixels.

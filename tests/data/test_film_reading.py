@@ -56,6 +56,7 @@ def _raw_png(path: Path, pixels: np.ndarray, colour_type: int, sbit: bytes | Non
     return path
 
 
+FILM = Path(__file__).parents[1] / "fixtures/chexlocalize/valid/patient64541/study1/view1_frontal.jpg"
 RAMP12 = np.tile(np.linspace(0, 4095, 32).round().astype(np.uint16), (24, 1))  # 12-bit data, 0 … 4095
 
 
@@ -201,6 +202,11 @@ def test_rgb_film_with_a_faint_tint_is_grey_by_channel_mean(tmp_path):
     assert np.array_equal(read_image(tmp_path / "tint.png"), grey + 1)  # (g + g+1 + g+3) / 3 rounds to g+1
     note = _note(tmp_path / "tint.png")
     assert note == "RGB with channels within 3 grey levels: converted to grey by their mean"
+    # the same tint on a real film through JPEG's colour rounding (quality 95): still grey
+    film = np.asarray(Image.open(FILM).convert("L"))[:512, :512].astype(int)
+    Image.fromarray(np.clip(np.dstack([film, film + 1, film + 3]), 0, 255).astype(np.uint8)).save(
+        tmp_path / "tint.jpg", quality=95)
+    assert _note(tmp_path / "tint.jpg") == note
 
 
 def test_real_colour_is_refused_with_the_measured_difference(tmp_path):
