@@ -1,7 +1,8 @@
 """``python -m cxrxai <command>``: the command line (the only layer that prints).
 
 Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
-``_data`` (precompute, import-predictions, info, export); each registers itself here.
+``_data`` (precompute, import-predictions, info, export) and ``_app`` (app); each registers itself here.
+Installed, the console script ``cxrxai`` is the same command line (:func:`entry_point`).
 
 Every command has ``--help``. Library errors (:class:`~cxrxai.errors.CxrxaiError`) end the
 command with their message and exit status 2; nothing else is caught.
@@ -18,7 +19,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 
-__all__ = ["COMMANDS", "commands", "main"]
+__all__ = ["COMMANDS", "commands", "entry_point", "main"]
 
 #: command name → (help line, add-arguments function, run function). Later layers add theirs.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
@@ -113,8 +114,8 @@ def _only_model(store) -> str:
 
 # --------------------------------------------------------------------------- entry
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cxrxai", description="Audit chest X-ray classifiers.")
+def build_parser(prog: str = "python -m cxrxai") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Audit chest X-ray classifiers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_, add, _) in commands().items():
         add(sub.add_parser(name, help=help_, description=help_))
@@ -123,15 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> dict:
     """Every command (its module registers it when first imported)."""
-    from . import _data, _demo, _maps  # noqa: F401
+    from . import _app, _data, _demo, _maps  # noqa: F401
 
     return COMMANDS
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, *, prog: str = "python -m cxrxai") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         return COMMANDS[args.command][2](args)
     except CxrxaiError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def entry_point() -> None:
+    """The ``cxrxai`` console script of an installed package."""
+    sys.exit(main(prog="cxrxai"))

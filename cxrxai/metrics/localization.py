@@ -349,12 +349,12 @@ def iou(pred, truth, *, convention: str = "true_positive") -> float:
         raise UnknownNameError("IoU convention", convention, IOU_CONVENTIONS)
     p, t = _mask(pred, "predicted mask"), _mask(truth, "ground-truth mask")
     _same(p, t)
-    union = np.logical_or(p, t).sum()
+    union = np.count_nonzero(p | t)  # counting set bytes: several times faster than a bool sum at film size
     if convention == "true_positive" and (not p.any() or not t.any()):
         return float("nan")
     if union == 0:
         return float("nan")
-    return float(np.logical_and(p, t).sum() / union)
+    return float(np.count_nonzero(p & t) / union)
 
 
 def miou(values) -> float:

@@ -5,9 +5,9 @@ Part of :mod:`cxrxai.metrics.localization` (which re-exports these); conventions
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from sklearn.metrics import auc as trapezoid_auc
-from sklearn.metrics import confusion_matrix_at_thresholds
 
 from ..errors import UnknownNameError
 from ._maps import _mask, _prepare, _same
@@ -17,23 +17,58 @@ __all__ = ["PR_VARIANTS", "pr_auc", "ranking_metrics", "roc_auc"]
 PR_VARIANTS = ("trapezoid", "average_precision")
 
 
-def _curve(m: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """False and true positive counts at each distinct score, highest first (one sort)."""
-    _, fps, _, tps, _ = confusion_matrix_at_thresholds(t.ravel(), m.ravel())
-    return np.asarray(fps, np.float64), np.asarray(tps, np.float64)
+@dataclass(frozen=True)
+class _Ranks:
+    """The pixel ranking a map gives a mask, reduced to the lesion's distinct scores (ascending):
+    how many lesion pixels score each (``lesion``), and how many background pixels score below it
+    (``below``) and exactly it (``tied``); ``n1``, ``n0`` lesion and background pixels."""
+
+    lesion: np.ndarray
+    below: np.ndarray
+    tied: np.ndarray
+    n1: int
+    n0: int
 
 
-def _roc_from(fps: np.ndarray, tps: np.ndarray) -> float:
-    return float(trapezoid_auc(np.r_[0.0, fps] / fps[-1], np.r_[0.0, tps] / tps[-1]))
+def _ranks(m: np.ndarray, t: np.ndarray) -> _Ranks:
+    """Both classes' scores sorted apart (NumPy's SIMD sort), then one search of the lesion's distinct
+    scores among the background's. Scores that float32 holds exactly (every upsampled map:
+    :func:`~cxrxai.postprocess.upsample` returns float32) are sorted as float32, half the bytes."""
+    scores, truth = m.ravel(), t.ravel().astype(bool)
+    narrow = scores.astype(np.float32)
+    if np.array_equal(narrow, scores):
+        scores = narrow
+    lesion, background = np.sort(scores[truth]), np.sort(scores[~truth])
+    first = np.flatnonzero(np.r_[True, lesion[1:] != lesion[:-1]])
+    values = lesion[first]
+    below = np.searchsorted(background, values, side="left")
+    tied = np.searchsorted(background, values, side="right") - below
+    return _Ranks(np.diff(np.r_[first, lesion.size]), below, tied, int(lesion.size), int(background.size))
 
 
-def _pr_from(fps: np.ndarray, tps: np.ndarray, variant: str) -> float:
-    # scikit-learn's precision_recall_curve: recall decreasing, ending at (recall 0, precision 1).
-    precision = np.r_[(tps / (tps + fps))[::-1], 1.0]
-    recall = np.r_[(tps / tps[-1])[::-1], 0.0]
+def _roc_from(r: _Ranks) -> float:
+    """Mann–Whitney: the share of (lesion, background) pixel pairs the map orders right, ties half,
+    summed in integers (exact), which is the ROC curve's trapezoidal area."""
+    pairs = int(np.dot(r.lesion.astype(np.int64), 2 * r.below.astype(np.int64) + r.tied))
+    return pairs / (2 * r.n1 * r.n0)
+
+
+def _pr_from(r: _Ranks, variant: str) -> float:
+    """The precision–recall curve over distinct scores (descending), as scikit-learn's
+    ``precision_recall_curve`` draws it, ending at (recall 0, precision 1). Recall moves only at
+    scores some lesion pixel has: at such a score v the point is (R(v), P(v)) with R(v) = TP≥v / n1,
+    P(v) = TP≥v / (TP≥v + FP≥v), and the next point up the curve is the next higher distinct score's,
+    whose TP and FP are those strictly above v (the end point when nothing scores above v)."""
+    tp_at = np.cumsum(r.lesion[::-1])[::-1]  # lesion pixels scoring ≥ each value
+    tp_above = tp_at - r.lesion
+    fp_at, fp_above = r.n0 - r.below, r.n0 - r.below - r.tied
+    precision = tp_at / (tp_at + fp_at)
+    step = r.lesion / r.n1
     if variant == "average_precision":
-        return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
-    return float(trapezoid_auc(recall, precision))
+        return float(max(0.0, np.sum(step * precision)))
+    above = tp_above + fp_above
+    precision_above = np.divide(tp_above, above, out=np.ones(above.shape), where=above > 0)
+    return float(np.sum(step * (precision + precision_above) / 2))
 
 
 def _ranked(saliency, truth, size) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +118,7 @@ def roc_auc(saliency, truth, *, size: tuple[int, int] | None = None) -> float:
     m, t = _ranked(saliency, truth, size)
     if not t.any() or t.all():
         return float("nan")
-    return _roc_from(*_curve(m, t))
+    return _roc_from(_ranks(m, t))
 
 
 def pr_auc(saliency, truth, *, variant: str = "trapezoid", size: tuple[int, int] | None = None) -> float:
@@ -129,7 +164,7 @@ def pr_auc(saliency, truth, *, variant: str = "trapezoid", size: tuple[int, int]
     m, t = _ranked(saliency, truth, size)
     if not t.any():
         return float("nan")
-    return _pr_from(*_curve(m, t), variant)
+    return _pr_from(_ranks(m, t), variant)
 
 
 def ranking_metrics(saliency, truth, *, size: tuple[int, int] | None = None) -> dict[str, float]:
@@ -167,6 +202,6 @@ def ranking_metrics(saliency, truth, *, size: tuple[int, int] | None = None) -> 
     m, t = _ranked(saliency, truth, size)
     if not t.any():
         return {"roc_auc": float("nan"), "pr_auc": float("nan"), "ap": float("nan")}
-    fps, tps = _curve(m, t)
-    return {"roc_auc": float("nan") if t.all() else _roc_from(fps, tps), "pr_auc": _pr_from(fps, tps, "trapezoid"),
-            "ap": _pr_from(fps, tps, "average_precision")}
+    r = _ranks(m, t)
+    return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": _pr_from(r, "trapezoid"),
+            "ap": _pr_from(r, "average_precision")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cxrxai.postprocess import upsample
 from cxrxai.errors import MetricError, UnknownNameError
 from cxrxai.metrics.localization import (
     coarse_pointing_game,
@@ -119,6 +120,28 @@ def test_one_sort_ranking_metrics_equal_scikit_learn(seed):
     assert got["pr_auc"] == pytest.approx(auc(r, p), abs=1e-12)
     assert got["roc_auc"] == roc_auc(m, truth) and got["pr_auc"] == pr_auc(m, truth)
     assert all(np.isnan(v) for v in ranking_metrics(m, np.zeros_like(truth)).values())
+
+
+@pytest.mark.parametrize("kind", ["float32 upsampled", "integers", "constant", "normal 1 decimal", "full mask"])
+def test_ranking_from_sorted_classes_equals_scikit_learn_on_every_kind_of_map(kind):
+    """Ranking metrics count pairs from the two classes' sorted scores (no ROC/PR curve is built):
+    they must equal scikit-learn's curves on maps with every kind of tie, float32 maps included."""
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve, roc_auc_score
+
+    rng = np.random.default_rng(7)
+    truth = rng.random((120, 90)) < 0.15
+    m = {"float32 upsampled": upsample(rng.normal(size=(7, 7)), (120, 90)),
+         "integers": rng.integers(0, 6, (120, 90)).astype(float), "constant": np.full((120, 90), 0.3),
+         "normal 1 decimal": np.round(rng.normal(size=(120, 90)), 1),
+         "full mask": rng.random((120, 90))}[kind]
+    if kind == "full mask":
+        truth = np.ones_like(truth)
+    got = ranking_metrics(m, truth)
+    p, r, _ = precision_recall_curve(truth.ravel(), m.ravel())
+    if kind != "full mask":
+        assert got["roc_auc"] == pytest.approx(roc_auc_score(truth.ravel(), m.ravel()), abs=1e-12)
+    assert got["ap"] == pytest.approx(average_precision_score(truth.ravel(), m.ravel()), abs=1e-12)
+    assert got["pr_auc"] == pytest.approx(auc(r, p), abs=1e-12)
 
 
 def test_otsu_on_a_two_level_map_and_a_constant_map():

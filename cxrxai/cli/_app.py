@@ -1,0 +1,55 @@
+"""``cxrxai app``: the Streamlit app, from a checkout or an installed package, from any directory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .. import paths
+from ..errors import StoreError
+from . import command
+
+__all__: list[str] = []
+
+
+def _add_app(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, default=None,
+                   help="store to open (default: the demo store under the cxrxai home, its quick phase built first "
+                        "when missing, about 2 min; the app builds the rest of the evidence in the background)")
+    p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    p.add_argument("streamlit_args", nargs=argparse.REMAINDER,
+                   help="after --, options for `streamlit run` (e.g. -- --server.address 0.0.0.0; read the README's "
+                        "'Serving beyond localhost' first)")
+
+
+@command("app", "run the Streamlit app on a store (default: the embedded demo)", _add_app)
+def _app(args) -> int:
+    store = _store_to_open(args.store)
+    app = paths.app_dir()
+    extra = [a for a in args.streamlit_args if a != "--"]
+    env = {**os.environ, "CXRXAI_STORE": str(store), paths.HOME_ENV: str(paths.home())}
+    # Run where app.py is: Streamlit reads the shipped .streamlit/config.toml from its working directory
+    # (the user's own directory gets nothing written to it).
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app / "app.py"), "--server.port", str(args.port), *extra]
+    return subprocess.call(cmd, cwd=app, env=env)
+
+
+def _store_to_open(store: Path | None) -> Path:
+    if store is not None:
+        store = store.expanduser().resolve()
+        if not store.is_file():
+            raise StoreError(f"no store at {store}; build one with `cxrxai precompute --store {store} ...`, "
+                             "or leave out --store to open the demo")
+        return store
+    store = paths.demo_store()
+    if not store.is_file():
+        from . import main
+
+        print(f"building the demo store's quick phase at {store} (about 2 min, once)", file=sys.stderr)
+        status = main(["demo", "--phase", "quick", "--store", str(store)])
+        if status != 0:
+            raise StoreError(f"the demo build ended with status {status}; nothing to open at {store}")
+    return store
