@@ -65,6 +65,18 @@ def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
     return out
 
 
+def _keep_measured(images: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
+    """What an earlier run measured of images this run did not decode (another split): their size and
+    the reader's note, kept rather than overwritten by the adapter's unknowns."""
+    if stored.empty or "decode_note" not in stored:
+        return images
+    before = stored.set_index("image_id")
+    out = images.copy()
+    for col in ("height", "width", "decode_note"):
+        out[col] = out[col].where(out[col].notna(), out["image_id"].map(before[col]))
+    return out
+
+
 def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
                   stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
                   progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
@@ -96,7 +108,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
     with write_store(store_path, fresh=fresh) as writer:
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
-        writer.put_images(images.assign(dataset=tables.name))
+        writer.put_images(_keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name))
         writer.put_labels(tables.labels)
         if len(annotations):
             writer.put_annotations(annotations)

@@ -280,3 +280,28 @@ def test_precompute_writes_decode_notes_into_the_images_table(tmp_path):
     images = open_store(tmp_path / "s.duckdb").images().set_index("path")
     assert images.loc["padchest.png", "decode_note"] == "16-bit PNG, sBIT 12: scaled from 0–4095 to 0–255"
     assert pd.isna(images.loc["plain.png", "decode_note"])
+
+
+def test_a_precompute_of_another_split_keeps_what_an_earlier_run_measured(tmp_path):
+    """A run on one split must not blank the size and reader's note an earlier run stored for the
+    images of another split (the adapter knows neither)."""
+    import torch
+
+    from cxrxai.data.adapters import load_dataset
+    from cxrxai.models.registry import LoadedModel
+    from cxrxai.models.spec import ModelSpec
+    from cxrxai.pipeline import build_dataset
+    from cxrxai.store import open_store
+
+    items = _films(tmp_path / "films")
+    pd.DataFrame({"path": [p for _, p in items], "Mass": [1, 0], "split": ["val", "test"]}).to_csv(
+        tmp_path / "cases.csv", index=False)
+    tables = load_dataset("folder", tmp_path / "films", csv=tmp_path / "cases.csv", labels=["Mass"])
+    spec = ModelSpec(name="tiny", arch="densenet121", labels=("Mass",), input_size=16, cam_layer="features")
+    model = LoadedModel(torch.nn.Identity(), spec, torch.device("cpu"))
+    for split in ("test", "val"):  # padchest.png (test) is measured first, then left out
+        build_dataset(tmp_path / "s.duckdb", tables, model, split=split, stages=[], cache_dir=tmp_path / "cache",
+                      workers=1)
+    images = open_store(tmp_path / "s.duckdb").images().set_index("path")
+    assert images.loc["padchest.png", "decode_note"] == "16-bit PNG, sBIT 12: scaled from 0–4095 to 0–255"
+    assert images["height"].notna().all() and images["width"].notna().all()
