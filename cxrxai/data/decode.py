@@ -50,6 +50,12 @@ class RowLoader:
             raise DataError(f"no decoded image for {missing[:3]} ({len(missing)} of {len(ids)} asked)")
         return self.pixels[[self.row[i] for i in ids]]
 
+    def source(self) -> str:
+        """Where the pixels come from: the memory-mapped file's path, or "memory" (carried by value,
+        as a distributed unit's images are)."""
+        path = getattr(self.pixels, "filename", None)
+        return str(path) if path else "memory"
+
     def __getstate__(self) -> dict:
         path = getattr(self.pixels, "filename", None)
         if path and Path(path).suffix == ".npy" and Path(path).is_file():

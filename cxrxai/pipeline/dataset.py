@@ -122,8 +122,10 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
         finally:
             if engine is not None:
                 engine.shutdown()
-                report["engine"] = {"name": engine.name, "units": engine.stats["units"],
-                                    "from_parts": engine.stats["from_parts"],
-                                    "workers": len(engine.stats["worker_pids"])}
+                stats = engine.stats
+                report["engine"] = {"name": engine.name, "units": stats["units"], "from_parts": stats["from_parts"],
+                                    "workers": len(stats["worker_pids"]), "nodes": len(stats.get("nodes", ())),
+                                    "modules": sorted(stats.get("modules", ())),
+                                    "pixels_from": sorted(stats.get("pixels_from", ()))}
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report

@@ -255,6 +255,11 @@ def unit_size(unit: dict) -> int:
     return len(unit["labels"]) if unit["kind"] == "map" else 1
 
 
+def unit_image_ids(unit: dict) -> list[str]:
+    """The images a unit of work reads."""
+    return [unit["image_id"]] if unit["kind"] == "map" else list(unit["ids"])
+
+
 def map_units(todo: pd.DataFrame, method: str, params: dict) -> list[dict]:
     """Units of work for the (image_id, label) pairs in ``todo``: one per image with all its labels
     where one computation serves them all (the registry's ``per_image``), else one per pair."""

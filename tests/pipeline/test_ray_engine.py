@@ -58,19 +58,6 @@ def _ray_workers() -> list[int]:
     return [int(p) for p in found]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ray")
-    (root / "data").mkdir()
-    layout = _layouts.folder(root / "data", n=12)
-    env = {**os.environ, "CXRXAI_DATA_CACHE": str(root / "cache")}
-    local = root / "local.duckdb"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))
-        assert main(_argv(layout, root, local)) == 0
-    return layout, root, env, local
-
-
 def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world):
     layout, root, env, local = world
     store = root / "ray.duckdb"
@@ -154,10 +141,11 @@ def test_missing_ray_says_how_to_install_it(world, capsys, monkeypatch):
     assert not (root / "noray.duckdb").exists()
 
 
-def test_a_unit_that_cannot_read_its_image_is_a_clear_error_and_keeps_what_was_stored(tiny_model_path, tmp_path):
+def test_a_unit_that_fails_for_good_is_a_clear_error_and_keeps_what_was_stored(tiny_model_path, tmp_path):
     from types import SimpleNamespace
 
     from cxrxai.data.decode import RowLoader
+    from cxrxai.errors import DataError
     from cxrxai.models.registry import load
     from cxrxai.pipeline.ray_engine import EngineError, RayEngine
     from cxrxai.store import write_store
@@ -168,12 +156,16 @@ def test_a_unit_that_cannot_read_its_image_is_a_clear_error_and_keeps_what_was_s
         with write_store(store) as w:
             w.put_model(load(tiny_model_path, device="cpu").spec)
             w.publish()
-            # the worker's decoded images lack one of the unit's (a file that failed to reach its disk)
             loader = RowLoader(np.zeros((1, 64, 64), np.uint8), ["a.png"])
             ctx = SimpleNamespace(model=load(tiny_model_path, device="cpu"), load_images=loader, writer=w,
                                   progress=lambda *a: None, maybe_publish=lambda: None)
-            with pytest.raises(EngineError, match=r"predictions unit failed on Ray(.|\n)*no decoded image for \['b.png'\]"):
+            # the driver sends each unit its pixels: an image it has not decoded stops the run before Ray
+            with pytest.raises(DataError, match=r"no decoded image for \['b.png'\]"):
                 engine.run(ctx, [{"kind": "predictions", "ids": ["a.png", "b.png"]}], "predictions")
+            # a unit the worker cannot compute fails after its retries, with the worker's reason
+            with pytest.raises(EngineError, match=r"cams unit failed on Ray(.|\n)*unknown explainer"):
+                engine.run(ctx, [{"kind": "cams", "ids": ["a.png"], "methods": {"no-such": {"params": {},
+                                                                                         "wanted": {}}}}], "maps")
     finally:
         engine.shutdown()
     with open_store(store) as s:
