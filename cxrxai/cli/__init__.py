@@ -1,7 +1,8 @@
 """``python -m cxrxai <command>``: the command line (the only layer that prints).
 
 Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
-``_data`` (precompute, import-predictions, info, export); each registers itself here.
+``_data`` (precompute, import-predictions, info, export) and ``_audit`` (audit-data); each registers
+itself here.
 
 Every command has ``--help``. Library errors (:class:`~cxrxai.errors.CxrxaiError`) end the
 command with their message and exit status 2; nothing else is caught.
@@ -123,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> dict:
     """Every command (its module registers it when first imported)."""
-    from . import _data, _demo, _maps  # noqa: F401
+    from . import _audit, _data, _demo, _maps  # noqa: F401
 
     return COMMANDS
 
