@@ -254,3 +254,35 @@ def test_records_and_frame_hold_the_same_rows(store_path):
             n = ((frame["dataset"] == d["dataset"]) & (frame["section"] == key)).sum()
             assert n == (len(sec["rows"]) or 1), (d["dataset"], key)  # an empty section: one row saying why
     assert "Data audit of" in to_text(audit).splitlines()[0]
+
+
+@pytest.mark.slow
+def test_the_overview_data_section_shows_each_section_with_n_and_says_why_when_empty(store_path):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["store_path"] = str(store_path)
+    at.session_state["dataset"] = "nih"
+    at.run()
+    at.switch_page("pages/overview.py").run()
+    assert not at.exception, at.exception
+    labels = [e.label for e in at.expander if e.label != "Rows per table"]
+    assert labels[:7] == ["Films read and skipped", "Bit depth and rescaling", "Orientation fixes",
+                          "Demographic coverage", "Model outputs and dataset labels", "Splits", "Problems by kind"]
+    text = "\n".join(m.value for m in at.markdown)
+    assert "sex known for 90.0% (n = 18 of 20), from csv:Data\\_Entry\\_2017.csv 15, dicom:PatientSex 3" in text
+    assert "3 films in the store could not be decoded and have no prediction: 15.0% (n = 3 of 20)" in text
+    assert "m1 has predictions for 40.0% (n = 8 of 20)" in text
+    tables = [t.value for t in at.dataframe]
+    assert any(list(t.columns) == ["split", "images", "not decoded", "predicted by m1", "predicted by m2"]
+               and t.values.tolist()[0] == ["test", 6, 2, 4, 4] for t in tables)
+    assert any(len(t) == 8 and "problem" in t.columns for t in tables)  # every problem row
+    at.selectbox(key="dataset").set_value("cxp").run()
+    assert not at.exception, at.exception
+    infos = [i.value for i in at.info]
+    assert "no label matches recorded: the store was built before cxrxai recorded them; re-run precompute to " \
+           "record them" in infos
+    assert "no film carried an EXIF orientation to apply (n = 0 of 3)" in infos
+    assert "Orientation fixes — nothing to show" in [e.label for e in at.expander]
