@@ -54,8 +54,9 @@ def _old_store(store: Store, what: str) -> str:
 
 def classify(problems: pd.DataFrame) -> pd.DataFrame:
     """``problems`` with ``reason`` and ``action`` columns (see :mod:`cxrxai.audit._reasons`)."""
-    return problems.assign(reason=[reason(p) for p in problems["problem"]],
-                           action=[action(p) for p in problems["problem"]])
+    texts = problems["problem"].drop_duplicates()  # one classification per distinct message
+    return problems.assign(reason=problems["problem"].map(dict(zip(texts, map(reason, texts)))),
+                           action=problems["problem"].map(dict(zip(texts, map(action, texts)))))
 
 
 def films(n_images: int, problems: pd.DataFrame) -> Section:
