@@ -59,11 +59,15 @@ def classify(problems: pd.DataFrame) -> pd.DataFrame:
                            action=problems["problem"].map(dict(zip(texts, map(action, texts)))))
 
 
-def films(n_images: int, problems: pd.DataFrame) -> Section:
-    """Films read and skipped: the adapter's and the film reader's problem rows by reason."""
+def films(n_images: int, problems: pd.DataFrame, *, recorded: bool = True) -> Section:
+    """Films read and skipped: the adapter's and the film reader's problem rows by reason
+    (``recorded``: whether the store has a problems table at all)."""
     rows = problems[problems["stage"].isin(["adapter", "decode"])]
     title = "Films read and skipped"
     lines = [f"{count(n_images)} images in the store"]
+    if not recorded:
+        return Section("films", title, tuple(lines), empty="what was skipped is not recorded in this store (no "
+                       f"problems table): {_RERUN}")
     if rows.empty:
         return Section("films", title, tuple(lines), empty="no film or row was skipped or changed when the dataset "
                        "was read (no adapter or decode problem rows)")

@@ -199,6 +199,21 @@ def test_a_store_before_schema_v5_reads_and_says_what_is_missing(tmp_path):
     assert demo.lines[0] == "sex known for 50.0% (n = 1 of 2), from source not recorded 1" and why in demo.lines[-1]
 
 
+def test_a_store_without_a_problems_table_says_what_was_skipped_is_not_recorded(tmp_path):
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    for ddl in MIGRATIONS[1]:
+        con.execute(ddl)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO datasets (dataset, source) VALUES ('old', 'nih')")
+    con.execute("INSERT INTO images (image_id, dataset) VALUES ('a', 'old')")
+    con.close()
+    with open_store(path) as s:
+        old = audit_store(s).datasets[0]
+    assert old.section("films").empty.startswith("what was skipped is not recorded in this store (no problems table)")
+    assert old.section("problems").empty.startswith("this store (schema v1) has no problems table")
+
+
 def test_the_reasons_of_the_readers_own_messages(tmp_path):
     """The classifier names the messages the film reader really raises (pinned to its wording)."""
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 10)
