@@ -18,7 +18,8 @@ from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "data_audit", "digest", "image", "model_performance", "report",
+__all__ = ["STORE_KEY", "case_table", "current_store", "data_audit", "digest", "image", "model_performance",
+           "report",
            "session_memo", "shortcut_cases", "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth",
            "try_report", "version", "worker"]
 
@@ -102,7 +103,7 @@ def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner="Auditing the data…", max_entries=8)
 def data_audit(path: str, built_at: str, dataset: str) -> audit.DatasetAudit:
-    """What cxrxai did to ``dataset``'s data (:func:`cxrxai.audit.audit_store`, as ``audit-data`` prints it)."""
+    """What cxrxai did to ``dataset``'s data (:func:`cxrxai.audit.audit_store`; ``audit-data`` prints it)."""
     return audit.audit_store(_open(path), dataset=dataset).datasets[0]
 
 

@@ -18,8 +18,8 @@ from cxrxai.metrics import registry as metric_registry
 from cxrxai.provenance import with_header
 from cxrxai.store import Store
 
-__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown", "explainer_select",
-           "metric_select",
+__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
+           "explainer_select", "metric_select",
            "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
 
 #: What a dash in a table means when the page does not say more.

@@ -9,7 +9,7 @@ from pages import _common as ui
 store, _ = ui.page("Overview", model=False)
 #: Data sections open at first: what was skipped, and whom the cohort covers.
 OPEN_SECTIONS = ("films", "demographics")
-NO_MATCH = "—: nothing on that side (a model output that scores no dataset label, or a label no output scores)."
+NO_MATCH = "—: nothing on that side (a model output scoring no dataset label, or a label no output scores)"
 
 info = store.info()
 c1, c2, c3, c4 = st.columns(4)
@@ -32,13 +32,15 @@ st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
 
 st.subheader("Data")
-st.caption("What cxrxai did to this dataset's files: what it skipped and why, what it rescaled or turned, where each "
-           f"demographic value came from — as `{audit.list_command(store.path, dataset, 'text')}` prints it.")
+st.caption("What cxrxai did to this dataset's files: what it skipped and why, what it rescaled or turned, "
+           "where each demographic value came from — as "
+           f"`{audit.list_command(store.path, dataset, 'text')}` prints it.")
 data = ui.data_audit(str(store.path), ui.version(store), dataset)
 for sec in data.sections:
     if sec.key == "problems":
         continue
-    with st.expander(sec.title + (" — nothing to show" if sec.empty else ""), expanded=sec.key in OPEN_SECTIONS):
+    heading = sec.title + (" — nothing to show" if sec.empty else "")
+    with st.expander(heading, expanded=sec.key in OPEN_SECTIONS):
         if sec.lines:
             st.markdown("\n".join(f"- {ui.escape_markdown(line)}" for line in sec.lines))
         if sec.empty:

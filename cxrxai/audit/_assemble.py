@@ -46,17 +46,20 @@ class StoreAudit:
 
 def list_command(path: str, dataset: str, fmt: str = "csv") -> str:
     """The command that lists every problem row of ``dataset`` (with the rest of its audit)."""
-    return f"python -m cxrxai audit-data --store {shlex.quote(str(path))} --dataset {shlex.quote(dataset)} --format {fmt}"
+    store, name = shlex.quote(str(path)), shlex.quote(dataset)
+    return f"python -m cxrxai audit-data --store {store} --dataset {name} --format {fmt}"
 
 
-def _problem_sections(store: Store, problems: pd.DataFrame, path: str, dataset: str) -> tuple[Section, Section]:
+def _problem_sections(store: Store, problems: pd.DataFrame, path: str,
+                      dataset: str) -> tuple[Section, Section]:
     titles = ("Problems by kind", "Every problem row")
     if not store.has_table("problems"):
         why = (f"this store (schema v{store.schema_version()}) has no problems table: re-run "
                "`python -m cxrxai precompute` with this cxrxai to record what was left out")
         return Section("problem_kinds", titles[0], empty=why), Section("problems", titles[1], empty=why)
     if problems.empty:
-        why = "no problem rows: no row, film, box, label or prediction of this dataset was left out or changed"
+        why = ("no problem rows: no row, film, box, label or prediction of this dataset was left out or "
+               "changed")
         return Section("problem_kinds", titles[0], empty=why), Section("problems", titles[1], empty=why)
     rows = problems[_PROBLEM_COLUMNS].reset_index(drop=True)
     kinds = (rows.groupby(["stage", "reason", "action"], sort=False).size().reset_index(name="n")
@@ -73,8 +76,9 @@ def audit_dataset(store: Store, dataset: str, source: str) -> DatasetAudit:
     predicted = store.predicted_per_split(dataset)
     notes, orientation = s.film_notes(store, dataset, n_images)
     kinds, rows = _problem_sections(store, problems, str(store.path), dataset)
-    sections = (s.films(n_images, problems), notes, orientation, s.demographics(store, dataset, n_images),
-                s.label_matches(store, dataset, predicted), s.splits(store, dataset, problems, predicted), kinds, rows)
+    sections = (s.films(n_images, problems, recorded=store.has_table("problems")), notes, orientation,
+                s.demographics(store, dataset, n_images), s.label_matches(store, dataset, predicted),
+                s.splits(store, dataset, problems, predicted), kinds, rows)
     return DatasetAudit(dataset, source, n_images, sections)
 
 
@@ -88,7 +92,8 @@ def audit_store(store: Store, *, dataset: str | None = None) -> StoreAudit:
         raise UnknownNameError("dataset", dataset, names)
     head = (str(store.path), store.schema_version(), store.meta("built_at"))
     if not names:
-        return StoreAudit(*head, (), empty="the store holds no dataset yet: build one with `python -m cxrxai "
-                                           "precompute --dataset NAME --root DIR ...` (or `python -m cxrxai demo`)")
+        return StoreAudit(*head, (), empty="the store holds no dataset yet: build one with `python -m "
+                                           "cxrxai precompute --dataset NAME --root DIR ...` (or `python -m "
+                                           "cxrxai demo`)")
     chosen = [dataset] if dataset is not None else names
     return StoreAudit(*head, tuple(audit_dataset(store, d, str(sources[d])) for d in chosen))

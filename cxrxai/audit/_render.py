@@ -22,7 +22,8 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def to_records(audit: StoreAudit) -> dict:
     """The whole audit as plain JSON values: per dataset, per section its lines, rows and why it is empty."""
     return {
-        "store": audit.path, "schema_version": audit.schema_version, "built_at": audit.built_at, "empty": audit.empty,
+        "store": audit.path, "schema_version": audit.schema_version, "built_at": audit.built_at,
+        "empty": audit.empty,
         "datasets": [{"dataset": d.dataset, "source": d.source, "n_images": d.n_images,
                       "sections": {s.key: {"title": s.title, "lines": list(s.lines), "empty": s.empty,
                                            "rows": _records(s.table)} for s in d.sections}}

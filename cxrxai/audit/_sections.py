@@ -66,21 +66,24 @@ def films(n_images: int, problems: pd.DataFrame, *, recorded: bool = True) -> Se
     title = "Films read and skipped"
     lines = [f"{count(n_images)} images in the store"]
     if not recorded:
-        return Section("films", title, tuple(lines), empty="what was skipped is not recorded in this store (no "
-                       f"problems table): {_RERUN}")
+        why = f"what was skipped is not recorded in this store (no problems table): {_RERUN}"
+        return Section("films", title, tuple(lines), empty=why)
     if rows.empty:
-        return Section("films", title, tuple(lines), empty="no film or row was skipped or changed when the dataset "
-                       "was read (no adapter or decode problem rows)")
+        why = ("no film or row was skipped or changed when the dataset was read (no adapter or decode "
+               "problem rows)")
+        return Section("films", title, tuple(lines), empty=why)
     skipped = rows[rows["action"] == "image skipped"]
     adapter = skipped[skipped["stage"] == "adapter"]
     decode = skipped[skipped["stage"] == "decode"]
-    lines.append(f"{count(len(adapter), 'row')} of the dataset's files left out by the adapter (not in the store)")
+    lines.append(f"{count(len(adapter), 'row')} of the dataset's files left out by the adapter "
+                 "(not in the store)")
     failed = decode["image_id"].nunique()
     lines.append(f"{count(failed, 'film')} in the store could not be decoded and have no prediction: "
                  f"{share(failed, n_images)}")
     kept = rows[rows["action"] != "image skipped"]
     if len(kept):
-        lines.append(f"{count(len(kept), 'row')} kept with a change (a value set to missing, a box clipped or skipped)")
+        lines.append(f"{count(len(kept), 'row')} kept with a change (a value set to missing, a box clipped "
+                     "or skipped)")
     table = (rows.groupby(["stage", "reason", "action"]).size().reset_index(name="n")
              .sort_values(["stage", "n", "reason"], ascending=[True, False, True], ignore_index=True))
     return Section("films", title, tuple(lines), table)
@@ -98,8 +101,8 @@ def film_notes(store: Store, dataset: str, n_images: int) -> tuple[Section, Sect
     notes = store.decode_notes(dataset)
     changed = int(notes.loc[notes["note"].notna(), "n"].sum())
     table = notes.assign(note=notes["note"].fillna(AS_IS), percent=(100 * notes["n"] / n_images).round(1))
-    lines = (f"{count(changed, 'film')} changed by the reader: {share(changed, n_images)}; the others were read as "
-             "they are (films never decoded, outside the precomputed split, carry no note either)",)
+    lines = (f"{count(changed, 'film')} changed by the reader: {share(changed, n_images)}; the others were "
+             "read as they are (films never decoded, outside the precomputed split, carry no note either)",)
     turned = table[notes["note"].fillna("").str.contains(_ORIENTATION)].reset_index(drop=True)
     n_turned = int(turned["n"].sum())
     orientation = Section(
@@ -152,10 +155,11 @@ def label_matches(store: Store, dataset: str, predicted: pd.DataFrame) -> Sectio
     """Which model output scores which dataset label, and how (exact, alias, case, unmatched)."""
     title = "Model outputs and dataset labels"
     if not store.has_table("label_matches"):
-        return Section("label_matches", title, empty=_old_store(store, "which model output scores which label is"))
+        why = _old_store(store, "which model output scores which label is")
+        return Section("label_matches", title, empty=why)
     rows = store.label_matches(dataset)
-    unrecorded = ("no label matches recorded: the store was built before cxrxai recorded them; re-run precompute "
-                  "to record them")
+    unrecorded = ("no label matches recorded: the store was built before cxrxai recorded them; re-run "
+                  "precompute to record them")
     if rows.empty:
         why = unrecorded if len(predicted) else f"no model has predictions on this dataset yet: {_FILL}"
         return Section("label_matches", title, empty=why)

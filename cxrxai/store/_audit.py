@@ -67,13 +67,14 @@ class AuditQueries:
         if not self.has_table("label_matches"):
             raise StoreError(f"this store (schema v{self.schema_version()}) has no label_matches table "
                              "(schema v5); re-run precompute to record which model output scores which label")
-        return self._df("SELECT model_id, model_output, dataset_label, how FROM label_matches WHERE dataset = ? "
-                        "ORDER BY model_id, how, model_output NULLS LAST, dataset_label NULLS LAST", [dataset])
+        return self._df("SELECT model_id, model_output, dataset_label, how FROM label_matches "
+                        "WHERE dataset = ? ORDER BY model_id, how, model_output NULLS LAST, "
+                        "dataset_label NULLS LAST", [dataset])
 
     def split_sizes(self, dataset: str) -> pd.DataFrame:
         """Images of ``dataset`` per split (a missing split reads 'none')."""
-        return self._df("SELECT coalesce(split, 'none') AS split, count(*) AS n FROM images WHERE dataset = ? "
-                        "GROUP BY ALL ORDER BY split", [dataset])
+        return self._df("SELECT coalesce(split, 'none') AS split, count(*) AS n FROM images "
+                        "WHERE dataset = ? GROUP BY ALL ORDER BY split", [dataset])
 
     def predicted_per_split(self, dataset: str) -> pd.DataFrame:
         """Images of ``dataset`` with a prediction, per model and split (model_id, split, n)."""
@@ -91,5 +92,6 @@ class AuditQueries:
             return pd.DataFrame(columns=["dataset", "stage", "file", "row", "image_id", "problem", "split"])
         return self._df(
             'SELECT p.*, i.split FROM problems p LEFT JOIN images i ON i.image_id = p.image_id AND '
-            'i.dataset = p.dataset WHERE p.dataset = ? ORDER BY p.stage, p.file, p."row", p.image_id, p.problem',
+            'i.dataset = p.dataset WHERE p.dataset = ? '
+            'ORDER BY p.stage, p.file, p."row", p.image_id, p.problem',
             [dataset])

@@ -24,6 +24,9 @@ BIT_NOTE = "16-bit PNG (sBIT 12) rescaled to 8 bits by its 0–4095 range"
 EXIF_NOTE = "EXIF orientation 6 applied (rotated 90° clockwise)"
 RGB_NOTE = "RGB converted to grey (equal channels)"
 UNKNOWN_LABEL = "unknown label(s) ['Foo']; allowed: ['Atelectasis', 'Effusion']; image skipped"
+UNRECORDED = ("no label matches recorded: the store was built before cxrxai recorded them; re-run "
+              "precompute to record them")
+IMAGES = "/data/nih/images"
 
 
 def _nih_images() -> pd.DataFrame:
@@ -46,11 +49,12 @@ def _nih_images() -> pd.DataFrame:
 
 def _problems() -> pd.DataFrame:
     adapter = [("Data_Entry_2017.csv", r, f"x{r}", UNKNOWN_LABEL) for r in (5, 9, 12)]
-    adapter.append(("Data_Entry_2017.csv", 7, "i03", "absurd age 412 (allowed 0–120 years); age set to missing"))
-    decode = [(f"/data/nih/images/{i}.png", None, i, f"/data/nih/images/{i}.png is not a readable PNG/JPEG image "
+    adapter.append(("Data_Entry_2017.csv", 7, "i03",
+                    "absurd age 412 (allowed 0–120 years); age set to missing"))
+    decode = [(f"{IMAGES}/{i}.png", None, i, f"{IMAGES}/{i}.png is not a readable PNG/JPEG image "
                "(corrupt, truncated or another format): cannot identify image file; image skipped")
               for i in ("i00", "i01")]
-    decode.append(("/data/nih/images/i15.png", None, "i15", "no image file at /data/nih/images/i15.png; image skipped"))
+    decode.append((f"{IMAGES}/i15.png", None, "i15", f"no image file at {IMAGES}/i15.png; image skipped"))
     rows = ([{"stage": "adapter", "file": f, "row": r, "image_id": i, "problem": p} for f, r, i, p in adapter]
             + [{"stage": "decode", "file": f, "row": r, "image_id": i, "problem": p} for f, r, i, p in decode]
             + [{"stage": "import", "file": "preds.csv", "row": None, "image_id": "zz",
@@ -81,7 +85,8 @@ def store_path(tmp_path):
                                    "sex": [None] * 3, "view": [None] * 3}))
         w.put_labels(pd.DataFrame({"image_id": ["i02", "c0"], "label": "Atelectasis", "value": [1, 0]}))
         w.put_problems(_problems())
-        _predict(w, "m1", ["i02", "i03", "i04", "i05", "i06", "i07", "i08", "i09"])  # test minus i00, i01; val
+        # m1: the test split but i00, i01 (not decoded), and the val split; m2: the same test images
+        _predict(w, "m1", ["i02", "i03", "i04", "i05", "i06", "i07", "i08", "i09"])
         _predict(w, "m2", ["i02", "i03", "i04", "i05"])
         _predict(w, "m1", ["c0"])
         _put_label_matches(w, [("nih", "m1", "Atelectasis", "Atelectasis", "exact"),
@@ -101,7 +106,8 @@ def test_films_read_and_skipped_by_reason(store_path):
     films = _nih(store_path).section("films")
     assert films.lines == ("20 images in the store",
                            "3 rows of the dataset's files left out by the adapter (not in the store)",
-                           "3 films in the store could not be decoded and have no prediction: 15.0% (n = 3 of 20)",
+                           "3 films in the store could not be decoded and have no prediction: "
+                           "15.0% (n = 3 of 20)",
                            "1 row kept with a change (a value set to missing, a box clipped or skipped)")
     assert films.table.values.tolist() == [["adapter", "unknown label", "image skipped", 3],
                                            ["adapter", "absurd age", "age set to missing", 1],
@@ -132,18 +138,19 @@ def test_demographic_coverage_and_sources_carry_n(store_path):
 
 def test_label_matches_name_each_unmatched_output_and_label(store_path):
     matches = _nih(store_path).section("label_matches")
-    assert matches.lines == ("m1: outputs matched to labels 1 exact, 1 alias, 1 case; 1 output(s) score no dataset "
-                             "label (Lung Opacity); 1 dataset label(s) have no model output (Hernia)",
-                             "m2: no label matches recorded: the store was built before cxrxai recorded them; "
-                             "re-run precompute to record them")
+    assert matches.lines == ("m1: outputs matched to labels 1 exact, 1 alias, 1 case; 1 output(s) score no "
+                             "dataset label (Lung Opacity); 1 dataset label(s) have no model output (Hernia)",
+                             f"m2: {UNRECORDED}")
     assert sorted(matches.table["how"]) == ["alias", "case", "exact", "unmatched label", "unmatched output"]
 
 
 def test_split_sizes_with_decode_failures_and_predictions_per_model(store_path):
     splits = _nih(store_path).section("splits")
     assert splits.table.values.tolist() == [["test", 6, 2, 4, 4], ["train", 10, 1, 0, 0], ["val", 4, 0, 4, 0]]
-    assert list(splits.table.columns) == ["split", "images", "not decoded", "predicted by m1", "predicted by m2"]
-    assert splits.lines == ("m1 has predictions for 40.0% (n = 8 of 20)", "m2 has predictions for 20.0% (n = 4 of 20)")
+    assert list(splits.table.columns) == ["split", "images", "not decoded", "predicted by m1",
+                                          "predicted by m2"]
+    assert splits.lines == ("m1 has predictions for 40.0% (n = 8 of 20)",
+                            "m2 has predictions for 20.0% (n = 4 of 20)")
 
 
 def test_every_problem_row_with_its_reason_and_the_counts_per_kind(store_path):
@@ -153,7 +160,8 @@ def test_every_problem_row_with_its_reason_and_the_counts_per_kind(store_path):
                                            ["decode", "unreadable file", "image skipped", 2],
                                            ["adapter", "absurd age", "age set to missing", 1],
                                            ["decode", "file missing", "image skipped", 1],
-                                           ["import", "prediction of an unknown image", "prediction skipped", 1]]
+                                           ["import", "prediction of an unknown image", "prediction skipped",
+                                            1]]
     assert len(rows.table) == 8 and set(rows.table["problem"]) == set(_problems()["problem"])
     assert f"--store {store_path} --dataset nih --format csv" in kinds.lines[0]
 
@@ -161,13 +169,13 @@ def test_every_problem_row_with_its_reason_and_the_counts_per_kind(store_path):
 def test_each_empty_section_says_why_and_how_to_fill_it(store_path):
     with open_store(store_path) as s:
         cxp, empty = (audit_store(s, dataset=d).datasets[0] for d in ("cxp", "empty"))
-    assert cxp.section("label_matches").empty == ("no label matches recorded: the store was built before cxrxai "
-                                                  "recorded them; re-run precompute to record them")
+    assert cxp.section("label_matches").empty == UNRECORDED
     assert cxp.section("films").empty.startswith("no film or row was skipped or changed")
     assert cxp.section("orientation").empty == "no film carried an EXIF orientation to apply (n = 0 of 3)"
     assert cxp.section("problems").empty.startswith("no problem rows")
     assert cxp.section("demographics").lines[0] == "sex known for 0.0% (n = 0 of 3)"
-    assert empty.section("label_matches").empty.startswith("no model has predictions on this dataset yet: run ")
+    assert empty.section("label_matches").empty.startswith(
+        "no model has predictions on this dataset yet: run ")
     assert {k: empty.section(k).empty for k in ("film_notes", "demographics", "splits")} == {
         k: "the dataset has no images in the store" for k in ("film_notes", "demographics", "splits")}
     for sec in (*cxp.sections, *empty.sections):  # a section shows rows or says why it has none
@@ -182,8 +190,8 @@ def _v4_store(path) -> None:
             con.execute(ddl)
     con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
     con.execute("INSERT INTO datasets (dataset, source) VALUES ('old', 'nih')")
-    con.execute("INSERT INTO images (image_id, dataset, sex, age, split) VALUES ('a', 'old', 'F', 40, 'test'), "
-                "('b', 'old', NULL, 50, 'test')")
+    con.execute("INSERT INTO images (image_id, dataset, sex, age, split) VALUES "
+                "('a', 'old', 'F', 40, 'test'), ('b', 'old', NULL, 50, 'test')")
     con.close()
 
 
@@ -196,7 +204,8 @@ def test_a_store_before_schema_v5_reads_and_says_what_is_missing(tmp_path):
     for key in ("film_notes", "orientation", "label_matches"):
         assert why in old.section(key).empty, key
     demo = old.section("demographics")
-    assert demo.lines[0] == "sex known for 50.0% (n = 1 of 2), from source not recorded 1" and why in demo.lines[-1]
+    assert demo.lines[0] == "sex known for 50.0% (n = 1 of 2), from source not recorded 1"
+    assert why in demo.lines[-1]
 
 
 def test_a_store_without_a_problems_table_says_what_was_skipped_is_not_recorded(tmp_path):
@@ -210,7 +219,8 @@ def test_a_store_without_a_problems_table_says_what_was_skipped_is_not_recorded(
     con.close()
     with open_store(path) as s:
         old = audit_store(s).datasets[0]
-    assert old.section("films").empty.startswith("what was skipped is not recorded in this store (no problems table)")
+    assert old.section("films").empty.startswith(
+        "what was skipped is not recorded in this store (no problems table)")
     assert old.section("problems").empty.startswith("this store (schema v1) has no problems table")
 
 
@@ -223,8 +233,10 @@ def test_the_reasons_of_the_readers_own_messages(tmp_path):
         with pytest.raises(DataError) as err:
             read_image(tmp_path / name)
         found[name] = reason(f"{err.value}; image skipped")
-    assert found == {"broken.png": "unreadable file", "absent.png": "file missing", "tiny.png": "film too small"}
-    assert reason("odd header '0x7fe0' in /a/b.dcm at byte 132: bad; image skipped") == "odd header … in <file> at byte N"
+    assert found == {"broken.png": "unreadable file", "absent.png": "file missing",
+                     "tiny.png": "film too small"}
+    odd = "odd header '0x7fe0' in /a/b.dcm at byte 132: bad; image skipped"
+    assert reason(odd) == "odd header … in <file> at byte N"
     assert action("no threshold for label 'A'; its decisions (TPR/FPR) stay missing") == \
         "its decisions (TPR/FPR) stay missing"
 
@@ -255,7 +267,8 @@ def test_a_store_without_datasets_exits_1_and_says_how_to_build_one(tmp_path, ca
     with write_store(path):
         pass
     assert main(["audit-data", "--store", str(path)]) == 1
-    assert "the store holds no dataset yet: build one with `python -m cxrxai precompute" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the store holds no dataset yet: build one with `python -m cxrxai precompute" in out
     with open_store(path) as s, pytest.raises(UnknownNameError):
         audit_store(s, dataset="nih")
 
@@ -285,9 +298,11 @@ def test_the_overview_data_section_shows_each_section_with_n_and_says_why_when_e
     assert not at.exception, at.exception
     labels = [e.label for e in at.expander if e.label != "Rows per table"]
     assert labels[:7] == ["Films read and skipped", "Bit depth and rescaling", "Orientation fixes",
-                          "Demographic coverage", "Model outputs and dataset labels", "Splits", "Problems by kind"]
+                          "Demographic coverage", "Model outputs and dataset labels", "Splits",
+                          "Problems by kind"]
     text = "\n".join(m.value for m in at.markdown)
-    assert "sex known for 90.0% (n = 18 of 20), from csv:Data\\_Entry\\_2017.csv 15, dicom:PatientSex 3" in text
+    assert "sex known for 90.0% (n = 18 of 20), from csv:Data\\_Entry\\_2017.csv 15, " \
+           "dicom:PatientSex 3" in text  # underscores escaped, so that markdown shows them
     assert "3 films in the store could not be decoded and have no prediction: 15.0% (n = 3 of 20)" in text
     assert "m1 has predictions for 40.0% (n = 8 of 20)" in text
     tables = [t.value for t in at.dataframe]
@@ -297,7 +312,6 @@ def test_the_overview_data_section_shows_each_section_with_n_and_says_why_when_e
     at.selectbox(key="dataset").set_value("cxp").run()
     assert not at.exception, at.exception
     infos = [i.value for i in at.info]
-    assert "no label matches recorded: the store was built before cxrxai recorded them; re-run precompute to " \
-           "record them" in infos
+    assert UNRECORDED in infos
     assert "no film carried an EXIF orientation to apply (n = 0 of 3)" in infos
     assert "Orientation fixes — nothing to show" in [e.label for e in at.expander]
