@@ -105,10 +105,12 @@ def film_notes(store: Store, dataset: str, n_images: int) -> tuple[Section, Sect
              "read as they are (films never decoded, outside the precomputed split, carry no note either)",)
     turned = table[notes["note"].fillna("").str.contains(_ORIENTATION)].reset_index(drop=True)
     n_turned = int(turned["n"].sum())
-    orientation = Section(
-        "orientation", titles[1], (f"{count(n_turned, 'film')} turned by their EXIF orientation: "
-                                   f"{share(n_turned, n_images)}",), turned,
-        None if n_turned else f"no film carried an EXIF orientation to apply (n = 0 of {count(n_images)})")
+    if n_turned:
+        said = f"{count(n_turned, 'film')} turned by their EXIF orientation: {share(n_turned, n_images)}"
+        orientation = Section("orientation", titles[1], (said,), turned)
+    else:
+        orientation = Section("orientation", titles[1], empty="no film carried an EXIF orientation to apply "
+                                                              f"(n = 0 of {count(n_images)})")
     return Section("film_notes", titles[0], lines, table), orientation
 
 

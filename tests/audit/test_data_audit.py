@@ -256,8 +256,10 @@ def test_cli_text_json_csv_and_exit_status(store_path, tmp_path, capsys):
     assert main(["audit-data", "--store", str(store_path), "--dataset", "nih", "--format", "csv"]) == 0
     from io import StringIO
 
-    csv = pd.read_csv(StringIO(capsys.readouterr().out))
+    raw = capsys.readouterr().out
+    csv = pd.read_csv(StringIO(raw))
     assert (csv["section"] == "problems").sum() == 8 and list(csv.columns[:2]) == ["dataset", "section"]
+    assert "nih,films,adapter,unknown label,image skipped,3," in raw  # a count prints 3, not 3.0
     assert main(["audit-data", "--store", str(store_path), "--dataset", "nope"]) == 2
     assert "unknown dataset 'nope'; allowed: 'cxp', 'empty', 'nih'" in capsys.readouterr().err
 
