@@ -11,14 +11,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import paths, provenance, reports, summaries
+from cxrxai import audit, paths, provenance, reports, summaries
 from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "digest", "image", "model_performance", "report",
+__all__ = ["STORE_KEY", "case_table", "current_store", "data_audit", "digest", "image", "model_performance",
+           "report",
            "session_memo", "shortcut_cases", "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth",
            "try_report", "version", "worker"]
 
@@ -98,6 +99,12 @@ def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
     one = rows.drop_duplicates(["role", "image_id"]).assign(shift=lambda d: d.prob - d.prob_without)
     wide = one.pivot(index="image_id", columns="role", values="shift").add_prefix("shift_")
     return one.drop_duplicates("image_id")[["image_id", "label", "gt_positive"]].merge(wide.reset_index(), on="image_id")
+
+
+@st.cache_data(show_spinner="Auditing the data…", max_entries=8)
+def data_audit(path: str, built_at: str, dataset: str) -> audit.DatasetAudit:
+    """What cxrxai did to ``dataset``'s data (:func:`cxrxai.audit.audit_store`; ``audit-data`` prints it)."""
+    return audit.audit_store(_open(path), dataset=dataset).datasets[0]
 
 
 @st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)

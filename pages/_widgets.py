@@ -18,7 +18,8 @@ from cxrxai.metrics import registry as metric_registry
 from cxrxai.provenance import with_header
 from cxrxai.store import Store
 
-__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "explainer_select", "metric_select",
+__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
+           "explainer_select", "metric_select",
            "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
 
 #: What a dash in a table means when the page does not say more.
@@ -83,6 +84,16 @@ def metric_select(names: list[str], *, key: str, container=st, label: str = "Met
     if horizontal:
         return container.radio(label, names, horizontal=True, key=key, format_func=title, help=helps)
     return container.selectbox(label, names, key=key, format_func=title, help=helps)
+
+
+_MARKDOWN = re.compile(r"([\\*_\[\]<>|~#])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown as written in ``st.markdown`` (``Pleural_Thickening`` not half in italics); the
+    parts between backticks stay code."""
+    parts = str(text).split("`")
+    return "`".join(p if i % 2 else _MARKDOWN.sub(r"\\\1", p) for i, p in enumerate(parts))
 
 
 # --------------------------------------------------------------------------- downloads

@@ -1,11 +1,15 @@
-"""Overview: what the store holds — datasets, cohort, labels, models, AUROC and thresholds."""
+"""Overview: what the store holds — datasets, what cxrxai did to their data, cohort, labels, models, AUROC and
+thresholds."""
 
 import streamlit as st
 
-from cxrxai import summaries, viz
+from cxrxai import audit, summaries, viz
 from pages import _common as ui
 
 store, _ = ui.page("Overview", model=False)
+#: Data sections open at first: what was skipped, and whom the cohort covers.
+OPEN_SECTIONS = ("films", "demographics")
+NO_MATCH = "—: nothing on that side (a model output scoring no dataset label, or a label no output scores)"
 
 info = store.info()
 c1, c2, c3, c4 = st.columns(4)
@@ -26,15 +30,28 @@ if datasets.empty:
 st.subheader("Datasets")
 st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at"]], hide_index=True)
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
-counts = store.problem_counts()
-counts = counts[counts.dataset == dataset]
-if len(counts):
-    problems = store.problems(dataset=dataset)
-    by_stage = ", ".join(f"{r.stage} {r.n:,}" for r in counts.itertuples())
-    with st.expander(f"⚠ {len(problems):,} problems in {dataset} ({by_stage}): rows and files left out or changed"):
-        st.caption("Each bad row or file, and what was done: the rest of the dataset was processed.")
-        st.dataframe(problems[["stage", "file", "row", "image_id", "problem"]], hide_index=True, height=240)
-        ui.download_csv(problems, f"{dataset}-problems.csv", key="dl_problems")
+
+st.subheader("Data")
+st.caption("What cxrxai did to this dataset's files: what it skipped and why, what it rescaled or turned, "
+           "where each demographic value came from — as "
+           f"`{audit.list_command(store.path, dataset, 'text')}` prints it.")
+data = ui.data_audit(str(store.path), ui.version(store), dataset)
+for sec in data.sections:
+    if sec.key == "problems":
+        continue
+    heading = sec.title + (" — nothing to show" if sec.empty else "")
+    with st.expander(heading, expanded=sec.key in OPEN_SECTIONS):
+        if sec.lines:
+            st.markdown("\n".join(f"- {ui.escape_markdown(line)}" for line in sec.lines))
+        if sec.empty:
+            st.info(sec.empty)
+            continue
+        ui.table(sec.table, why=NO_MATCH if sec.key == "label_matches" else ui.MISSING_WHY)
+        if sec.key == "problem_kinds":
+            rows = data.section("problems").table
+            st.caption(f"Every problem row ({len(rows):,}): the rest of the dataset was processed.")
+            st.dataframe(rows, hide_index=True, height=240)
+            ui.download_csv(rows, f"{dataset}-problems.csv", key="dl_problems")
 
 st.subheader("Cohort")
 left, right = st.columns(2)

@@ -13,8 +13,8 @@ from cxrxai.cli import commands, main
 from cxrxai.labels import DEMO_LABELS
 
 #: The commands the README documents.
-DOCUMENTED = ["bench", "demo", "explain", "export", "import-predictions", "info", "phantom", "precompute", "report",
-              "score", "train", "train-shortcut"]
+DOCUMENTED = ["audit-data", "bench", "demo", "explain", "export", "import-predictions", "info", "phantom",
+              "precompute", "report", "score", "train", "train-shortcut"]
 
 
 def test_the_documented_commands_are_the_registered_ones():

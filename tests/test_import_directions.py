@@ -32,6 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": BASE | {"data", "metrics", "models", "store", "explain"},
     "summaries": BASE | {"metrics", "store"},
     "reports": BASE | {"metrics", "store", "summaries"},
+    "audit": BASE | {"store"},
     "overlay": BASE | {"metrics"},
     "film": BASE | {"metrics", "overlay"},
     "display": BASE,
@@ -41,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "live": BASE | {"data", "models", "store", "explain"},
     "bench": BASE | {"data", "models", "explain", "pipeline"},
     "cli": BASE | {"data", "metrics", "models", "store", "explain", "pipeline", "summaries", "reports", "overlay",
-                   "viz", "display", "exports", "live", "bench", "provenance"},
+                   "viz", "display", "exports", "live", "bench", "provenance", "audit"},
     "__main__": {"cli"},
     "": set(),
 }

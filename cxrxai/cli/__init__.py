@@ -1,8 +1,9 @@
 """``python -m cxrxai <command>``: the command line (the only layer that prints).
 
 Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
-``_data`` (precompute, import-predictions, info, export) and ``_app`` (app); each registers itself here.
-Installed, the console script ``cxrxai`` is the same command line (:func:`entry_point`).
+``_data`` (precompute, import-predictions, info, export), ``_audit`` (audit-data) and ``_app`` (app);
+each registers itself here. Installed, the console script ``cxrxai`` is the same command line
+(:func:`entry_point`).
 
 Every command has ``--help``. Library errors (:class:`~cxrxai.errors.CxrxaiError`) end the
 command with their message and exit status 2; nothing else is caught.
@@ -124,7 +125,7 @@ def build_parser(prog: str = "python -m cxrxai") -> argparse.ArgumentParser:
 
 def commands() -> dict:
     """Every command (its module registers it when first imported)."""
-    from . import _app, _data, _demo, _maps  # noqa: F401
+    from . import _app, _audit, _data, _demo, _maps  # noqa: F401
 
     return COMMANDS
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
+from ._audit import AuditQueries
 from ._schema import METRIC_TABLES, TABLES
 from ._settings import main_settings
 
@@ -43,8 +44,9 @@ _IMAGE_COLUMNS = ("image_id", "dataset", "path", "generator_key", "patient_id", 
                   "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note")
 
 
-class Queries:
-    """Read methods; subclasses provide ``_cursor()`` (a context manager yielding a cursor)."""
+class Queries(AuditQueries):
+    """Read methods (the data audit's in :class:`AuditQueries`); subclasses provide ``_cursor()`` (a context
+    manager yielding a cursor)."""
 
     def _cursor(self) -> AbstractContextManager:  # pragma: no cover - abstract
         raise NotImplementedError
