@@ -1,11 +1,13 @@
 """Sex, age and view read from DICOM headers for every dataset whose images are DICOM files, with
 where each value came from; a CSV value wins over the tag; a bad tag is a problem row; a subgroup
-report without groups says why (in the library, on the command line) instead of printing nothing.
+report without groups says why (in the library, on the command line, on the Subgroups page) instead
+of printing nothing.
 
 The files are real DICOMs written with pydicom in RSNA's published layout (64 × 64 pixels)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +188,16 @@ def test_explanation_auc_by_sex_without_any_sex_says_why(tmp_path):
     with open_store(_localization_store(tmp_path / "s.duckdb", {f"i{k}": None for k in range(6)})) as store:
         with pytest.raises(StoreError, match=r"no image of dataset 'd' has a sex \(0 of 2\).*no source"):
             run_report(store, "explanation-auc-subgroups", "m", by="sex", method="gradcam")
+
+
+def test_the_subgroups_page_shows_the_reason(sexless_store):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["store_path"] = str(sexless_store)
+    at.run()
+    at.switch_page("pages/subgroups.py").run()
+    assert not at.exception, at.exception
+    shown = [m.value for m in [*at.info, *at.warning]]
+    reason = re.compile(r"no image of dataset 'rsna' has a sex \(0 of \d+\).*headers_csv=FILE")
+    assert any(reason.search(m) for m in shown), shown  # the page evaluates the test split: 0 of its images
