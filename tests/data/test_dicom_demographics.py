@@ -144,6 +144,9 @@ def test_a_subgroup_report_without_groups_says_why(sexless_store, capsys):
         with pytest.raises(StoreError) as err:
             run_report(store, "subgroup-tpr", "m", by="sex", split="all")
         assert len(run_report(store, "subgroup-tpr", "m", by="age_bin", split="all"))  # ages are there
+        sources = store.images(columns=["sex_source", "age_source", "view_source"])
+    assert sources.sex_source.isna().all() and (sources.age_source == "dicom:PatientAge").all()
+    assert (sources.view_source == "dicom:ViewPosition").all()  # the store keeps where each value came from
     text = str(err.value)
     assert "no image of dataset 'rsna' has a sex (0 of 6)" in text
     assert "PatientSex" in text and "headers_csv=FILE" in text

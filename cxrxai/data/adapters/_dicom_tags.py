@@ -79,7 +79,7 @@ def _headers(root: Path, paths: pd.Series, workers: int | None = None) -> pd.Dat
 def fill_from_dicom(tables: DatasetTables, *, hint: str = "", strict: bool = False) -> DatasetTables:
     """``tables`` with missing sex / age / view filled from its DICOM images' headers (see the module
     docstring); ``hint`` says how a user supplies what is still missing (quoted in the record)."""
-    images = tables.images.copy()
+    images = tables.images.reset_index(drop=True)  # one label per row: headers are joined back by it
     for column in ("sex", "view", "sex_source", "age_source", "view_source"):
         images[column] = images[column].astype(object).where(images[column].notna(), None)
     dicom = images["path"].astype(str).str.lower().str.endswith(DICOM_SUFFIXES).to_numpy()
