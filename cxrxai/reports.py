@@ -13,9 +13,9 @@ import pandas as pd
 
 from . import stats
 from .errors import StoreError, UnknownNameError
-from .labels import NO_FINDING
-from .metrics import fairness, shortcut, trust
+from .metrics import shortcut, trust
 from .store import Store, main_rows, setting_names
+from .subgroup_reports import metric_by_subgroup, subgroup_tpr, underdiagnosis
 from .summaries import fill_hint, model_performance, prediction_table
 
 __all__ = ["REPORTS", "Report", "geometry_cases", "localization_cases", "report_options", "run_report"]
@@ -189,46 +189,14 @@ def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method:
     return stats.percentage_decrease(bench, pred, n_boot=n_boot)
 
 
-def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
-                 split: str | None = None) -> pd.DataFrame:
-    """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n.
-    ``split``: test when the model has test predictions, else ``all`` (every predicted image)."""
-    table = prediction_table(store, model_id, split=split)
-    table = table[table.label != NO_FINDING]
-    decided = table.dropna(subset=["predicted", "ground_truth"])
-    if decided.empty:
-        raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: no threshold "
-                         f"for any of {', '.join(table.label.unique())} (table thresholds) or no ground truth; thresholds "
-                         "are chosen on a validation split with both classes (`python -m cxrxai precompute ... --split "
-                         "all`) or imported (`python -m cxrxai import-predictions ... --thresholds Threshold.csv`)")
-    return fairness.subgroup_rates(table, by, ci=ci)
-
-
-def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None
-                   ) -> pd.DataFrame:
-    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split`` as
-    in :func:`subgroup_tpr`; ``all`` evaluates imported predictions on exactly their images)."""
-    table = prediction_table(store, model_id, split=split)
-    # a dataset's own spelling counts too (VinDr-CXR: "No finding")
-    spelled = next((lab for lab in table.label.unique() if str(lab).casefold() == NO_FINDING.casefold()), NO_FINDING)
-    table = table.assign(label=table.label.replace({spelled: NO_FINDING}))
-    nf = table[table.label == NO_FINDING]
-    if nf.empty:
-        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} output (labels: {', '.join(table.label.unique())}); "
-                         "the under/overdiagnosis analysis needs a model that outputs one")
-    if nf.predicted.isna().all() or nf.ground_truth.isna().all():
-        missing = "threshold (table thresholds)" if nf.predicted.isna().all() else "ground truth (table labels)"
-        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these {nf.image_id.nunique():,} "
-                         "images; import thresholds with `python -m cxrxai import-predictions ... --thresholds "
-                         "Threshold.csv`, or predict a validation split with both classes so one can be chosen")
-    return fairness.underdiagnosis(table, by)
-
-
 def explanation_auc_by_subgroup(store: Store, model_id: str, *, by: str = "sex", method: str = "occlusion",
                                 metric: str = "roc_auc") -> pd.DataFrame:
-    """Thesis Fig. 5: explanation AUC (or IoU, hit) of true positives per finding and subgroup."""
+    """Thesis Fig. 5: explanation AUC (or IoU, hit) of true positives per finding and subgroup; a group
+    of the scored cases without a true positive is shown with n = 0 and a note saying why."""
     cases = localization_cases(store, model_id, slice_="true_positive", method=method)
-    return fairness.metric_by_group(cases, metric, by)
+    scored = localization_cases(store, model_id, slice_="all", method=method)
+    what = f"model {model_id!r}'s explanation {metric} of {method!r} by subgroup (true positives)"
+    return metric_by_subgroup(store, cases, scored, metric, by, what)
 
 
 def geometry_cases(store: Store, model_id: str, *, method: str = "gradcam", dominant: str = "most_points"

@@ -1,6 +1,7 @@
 """Subgroups: TPR / FPR / FNR per finding by sex, age bin and their intersection (with CIs and
 n), No Finding under/overdiagnosis, and explanation metrics by subgroup. Selecting a bar opens
-those cases in the explorer."""
+those cases in the explorer. A grouping with no group (no image has a sex, say) shows the report's
+reason: which dataset lacks the value, where it was looked for, and how to supply it."""
 
 import streamlit as st
 
@@ -50,9 +51,12 @@ st.subheader("Explanation quality by subgroup")
 c1, c2 = st.columns(2)
 method = ui.explainer_select(store, model_id, key="sub_method", container=c1)
 metric = ui.metric_select(["roc_auc", "iou", "hit"], key="sub_metric", container=c2)
-expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=by if len(by) == 1 else "sex", method=method,
+expl_by = by if len(by) == 1 else ["sex"]
+expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=expl_by[0], method=method,
                      metric=metric)
 if expl is not None and not expl.empty:
-    ui.chart(viz.group_metric_bars(expl, by if len(by) == 1 else ["sex"], metric=metric), key="expl_chart")
+    ui.chart(viz.group_metric_bars(expl, expl_by, metric=metric), key="expl_chart")
+    for row in expl[expl["n"] == 0].itertuples() if "note" in expl else []:  # shown, never silently dropped
+        st.warning(f"{row.label} · {getattr(row, expl_by[0])}: {row.note}")
     ui.table(expl)
     ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl")

@@ -20,7 +20,8 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-option", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="adapter option, repeatable: nih split=alternative, data_entry=FILE, bbox_list=FILE; chexpert "
                         "uncertain=ones, chexlocalize=DIR; siim read_headers=true; rsna headers_csv=FILE; vindr "
-                        "label_rule=majority; folder csv=FILE labels=[...] boxes_csv=FILE")
+                        "label_rule=majority; folder csv=FILE labels=[...] boxes_csv=FILE; any of them "
+                        "dicom_headers=false: do not read sex, age and view a CSV lacks from DICOM headers")
     p.add_argument("--store", type=Path, required=True, help="store to write")
     p.add_argument("--fresh", action="store_true", help="start the store from scratch")
     p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")

@@ -275,7 +275,7 @@ def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_
 
 
 def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, label: str = "label", n_boot: int = 1000,
-                    seed: int = 0, min_n: int = 5) -> pd.DataFrame:
+                    seed: int = 0, min_n: int = 5, expected: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean of a per-case explanation metric per label and group, with a bootstrap CI (thesis Fig. 5).
 
     Parameters
@@ -290,6 +290,9 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
         Name of the label column.
     n_boot, seed, min_n : int
         Bootstrap replicates and seed; groups with fewer than ``min_n`` finite values are ``small``.
+    expected : DataFrame, optional
+        The (``label``, *``by``) groups the summary must show: one without a case (e.g. a sex with no
+        true positive of a finding) gets a row with ``n`` = 0 and a NaN mean instead of no row.
 
     Returns
     -------
@@ -302,6 +305,7 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
     and counted in ``n_nan``. [lower, upper] = percentiles 2.5 and 97.5 of ``n_boot`` means of resamples
     with replacement (one generator for all groups, in sorted order). A group without finite values has
     a NaN mean; one with fewer than ``stats.MIN_CI_N`` (5) has NaN bounds (no interval from so few).
+    A group of ``expected`` with no case at all has ``n`` = ``n_nan`` = 0 (never silently left out).
 
     References
     ----------
@@ -315,6 +319,12 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
       sex  n  n_nan  mean  lower  upper
     0   F  1      1   0.6    NaN    NaN
     1   M  2      0   0.3    NaN    NaN
+    >>> both = pd.DataFrame({"label": "Nodule", "sex": ["F", "M", "X"]})
+    >>> metric_by_group(c, "iou", "sex", expected=both)[["sex", "n", "mean"]]
+      sex  n  mean
+    0   F  1   0.6
+    1   M  2   0.3
+    2   X  0   NaN
     """
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in (label, metric, *by) if c not in cases.columns]
@@ -333,4 +343,15 @@ def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, la
         rows.append({**dict(zip([label, *by], key)), "n": len(v), "n_nan": int(len(g) - len(v)),
                      "mean": float(v.mean()) if len(v) else np.nan, "lower": float(lo), "upper": float(hi),
                      "small": len(v) < min_n})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=[label, *by, "n", "n_nan", "mean", "lower", "upper", "small"])
+    if expected is None:
+        return out
+    seen = set(out[[label, *by]].itertuples(index=False, name=None))
+    wanted = expected[[label, *by]].drop_duplicates().itertuples(index=False, name=None)
+    absent = [k for k in wanted if k not in seen]
+    if not absent:
+        return out
+    empty = pd.DataFrame([{**dict(zip([label, *by], k)), "n": 0, "n_nan": 0, "mean": np.nan, "lower": np.nan,
+                           "upper": np.nan, "small": True} for k in absent], columns=out.columns)
+    return pd.concat([out, empty] if len(out) else [empty], ignore_index=True).sort_values([label, *by],
+                                                                                           ignore_index=True)

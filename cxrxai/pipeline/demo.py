@@ -41,6 +41,8 @@ def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
         "sex": [s.sex for s in specs], "age": [float(s.age) for s in specs],
         "age_bin": [s.age_bin for s in specs], "view": [s.view for s in specs],
         "split": [s.split for s in specs], "width": size, "height": size,
+        # the phantom generator draws each case's sex, age and view (its spec), so none is read from a file
+        "sex_source": "derived:phantom", "age_source": "derived:phantom", "view_source": "derived:phantom",
     })
     y = label_matrix(specs)
     labels = pd.DataFrame({

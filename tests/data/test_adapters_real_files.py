@@ -31,6 +31,9 @@ def test_nih_counts(nih):
     assert "Infiltration" in set(boxes.label) and "Infiltrate" not in set(boxes.label)
     assert nih.problems.empty
     assert (nih.images.sex == "M").sum() == 63_340 and nih.images.age_bin.notna().all()
+    # where each value came from (PNGs: no DICOM header read)
+    sources = nih.images[["sex_source", "age_source", "view_source"]]
+    assert (sources == "csv:Data_Entry_2017_v2020.csv.gz").all().all()
 
 
 def test_nih_alternative_split_puts_every_box_patient_in_test(nih):
@@ -68,6 +71,9 @@ def test_chexpert_full_train_csv_and_uncertainty_policies(tmp_path):
     assert pos(ones) - pos(zeros) == int((raw[labels] == -1).sum().sum())
     assert int(ignore.labels.value.isna().sum()) == int((raw[labels] == -1).sum().sum())
     assert set(zeros.images.view.dropna()) <= {"AP", "PA", "LATERAL", "LL", "RL"}
+    sex = zeros.images.set_index("image_id")[["sex", "sex_source"]]
+    assert (sex.sex_source[sex.sex.notna()] == "csv:chexpert_train.csv.gz").all()
+    assert sex.sex_source[sex.sex.isna()].isna().all() and sex.sex.isna().any()  # "Unknown" sex: no source
 
 
 def test_siim_rle_csv(tmp_path):
@@ -95,8 +101,15 @@ def test_rsna_boxes_and_demographics(tmp_path):
     assert len(t.images) == 26_684 == raw.patientId.nunique()
     assert len(t.annotations) == int((raw.Target == 1).sum())
     assert t.images.sex.isin(["M", "F"]).all()
-    # five headers give ages of 148–155 years: reported, age set to missing, images kept
-    assert len(t.problems) == 5 and t.problems.problem.str.endswith("age set to missing").all()
+    assert (t.images.sex_source == "csv:kaggle_stage_2_train_images_dicom_headers.csv.gz").all()
+    # five headers give ages of 148–155 years: reported, age set to missing, images kept; their DICOM
+    # headers would be read for an age, but the files are not here (metadata only): one row says so
+    ages = t.problems[t.problems.image_id.notna()]
+    assert len(ages) == 5 and ages.problem.str.endswith("age set to missing").all()
+    assert ages.row.ge(2).all() and ages.file.str.endswith("dicom_headers.csv.gz").all()
+    assert t.problems.problem[t.problems.image_id.isna()].tolist() == [
+        "5 of 5 DICOM files whose header was needed are not under the root (first: stage_2_train_images/"
+        f"{ages.image_id.iloc[0]}.dcm); their sex, age and view from the header left missing"]
     assert t.images.age.isna().sum() == 5
 
 

@@ -43,9 +43,11 @@ __all__ = [
     "read_csv",
     "require",
     "unit_interval",
+    "with_sources",
 ]
 
-IMAGE_COLUMNS = ["image_id", "path", "patient_id", "sex", "age", "age_bin", "view", "split", "width", "height"]
+IMAGE_COLUMNS = ["image_id", "path", "patient_id", "sex", "age", "age_bin", "view", "split", "width",
+                 "height", "sex_source", "age_source", "view_source"]
 ANNOTATION_COLUMNS = ["image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h", "mask_rle",
                       "mask_height", "mask_width"]
 MAX_AGE = 120
@@ -118,8 +120,17 @@ def require(df: pd.DataFrame, columns, path: str | Path) -> None:
         raise DataError(f"{Path(path).name}: missing column(s) {missing}; found {list(df.columns)}")
 
 
+def _where(path, values: pd.Series, i: int) -> tuple[object, int | None]:
+    """File and row of the ``i``-th value: one CSV (``path``: its row as a spreadsheet counts it), or
+    one file per value (``path`` a Series aligned with ``values``, e.g. DICOM headers: no row)."""
+    if isinstance(path, pd.Series):
+        return path.iloc[i], None
+    return path, int(values.index[i]) + 2
+
+
 def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series) -> pd.Series:
-    """Ages in years; "058Y" style accepted; missing stays missing; absurd ages are problems."""
+    """Ages in years; "058Y" style accepted; missing stays missing; absurd ages are problems
+    (``path``: the CSV, or a Series of one file per value, see :func:`_where`)."""
     text = values.astype("string").str.strip().str.upper()
     months = text.str.endswith("M", na=False)
     days = text.str.endswith("D", na=False)
@@ -127,8 +138,8 @@ def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series) -> pd
     num = num.where(~months, num / 12).where(~days, num / 365)
     bad = ((num < 0) | (num > MAX_AGE) | (values.notna() & num.isna())).to_numpy(dtype=bool)
     for i in np.flatnonzero(bad):
-        problems.add(path, int(values.index[i]) + 2, str(ids.iloc[i]), f"absurd age {values.iloc[i]} (allowed 0–{MAX_AGE} years)",
-                     action="age set to missing")
+        problems.add(*_where(path, values, i), str(ids.iloc[i]),
+                     f"absurd age {values.iloc[i]} (allowed 0–{MAX_AGE} years)", action="age set to missing")
     return num.where(~bad).astype(float)
 
 
@@ -140,7 +151,7 @@ def clean_sex(values: pd.Series, path=None, problems: Problems | None = None, id
     out = text.map(mapping).astype(object).where(lambda s: s.notna(), None)
     if problems is not None:
         for i in np.flatnonzero((text.notna() & (text != "") & out.isna()).to_numpy(dtype=bool)):
-            problems.add(path, int(values.index[i]) + 2, str(ids.iloc[i]) if ids is not None else None,
+            problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,
                          f"sex {values.iloc[i]!r} is not one of M, F (male, female)", action="sex set to missing")
     return out
 
@@ -172,6 +183,19 @@ def patient_split(patients: pd.Series, fractions: dict[str, float], seed: int) -
     which = np.searchsorted(bounds, cum - 1e-12)
     assign = dict(zip(counts.index[order], [names[min(k, len(names) - 1)] for k in which]))
     return patients.map(assign)
+
+
+def with_sources(images: pd.DataFrame, sources: dict[str, object]) -> pd.DataFrame:
+    """``<field>_source`` = ``sources[field]`` (e.g. ``"csv:Data_Entry_2017.csv"``, or a Series of
+    one source per row) where ``field`` has a value, missing where it has none.
+
+    >>> with_sources(pd.DataFrame({"sex": ["F", None]}), {"sex": "csv:a.csv"}).sex_source.tolist()
+    ['csv:a.csv', None]
+    """
+    for name, source in sources.items():
+        column = pd.Series(source, index=images.index, dtype=object)
+        images[f"{name}_source"] = column.where(images[name].notna().to_numpy(), None)
+    return images
 
 
 def with_age_bins(images: pd.DataFrame) -> pd.DataFrame:

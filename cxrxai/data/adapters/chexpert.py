@@ -36,10 +36,12 @@ from ._base import (
     read_csv,
     require,
     with_age_bins,
+    with_sources,
 )
 
 __all__ = [
     "CHEXPERT_LABELS",
+    "DEMOGRAPHICS_HINT",
     "FROM_CHEXLOCALIZE",
     "TO_CHEXLOCALIZE",
     "UNCERTAIN_POLICIES",
@@ -54,6 +56,8 @@ CHEXPERT_LABELS = ["No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "
 UNCERTAIN_POLICIES = ("ignore", "zeros", "ones")
 FROM_CHEXLOCALIZE = {"Airspace Opacity": "Lung Opacity"}
 TO_CHEXLOCALIZE = {v: k for k, v in FROM_CHEXLOCALIZE.items()}
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = "the Sex, Age, Frontal/Lateral and AP/PA columns of train.csv / valid.csv"
 _SPLIT_OF_FILE = {"train.csv": "train", "valid.csv": "val", "val_labels.csv": "val", "test_labels.csv": "test"}
 
 
@@ -110,6 +114,8 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
         "age": clean_age(df["Age"], root / files[0], problems, ids) if "Age" in df else np.nan,
         "view": view, "split": df["_split"], "width": np.nan, "height": np.nan,
     })
+    files = "csv:" + df["_file"].map(lambda f: Path(f).name)  # one CSV of ``files`` per row
+    with_sources(images, dict.fromkeys(("sex", "age", "view"), files))
     values = df[labels].astype(float)
     values = values.fillna(0.0)
     values = values.replace(-1.0, {"ignore": np.nan, "zeros": 0.0, "ones": 1.0}[uncertain])

@@ -26,9 +26,14 @@ from ._base import (
     read_csv,
     require,
     with_age_bins,
+    with_sources,
 )
 
-__all__ = ["load_folder"]
+__all__ = ["DEMOGRAPHICS_HINT", "load_folder"]
+
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = ("sex (M/F), age (years) and view columns in the CSV of --data-option csv=FILE, or DICOM "
+                     "images whose headers carry PatientSex, PatientAge and ViewPosition")
 
 
 def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | None = None, boxes_csv: str | Path | None = None,
@@ -62,6 +67,7 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
         "width": np.nan, "height": np.nan,
     })
+    with_sources(images, dict.fromkeys(("sex", "age", "view"), f"csv:{Path(csv).name}"))
     annotations = _boxes(boxes_csv, ids, problems) if boxes_csv else pd.DataFrame()
     keep = ~images.image_id.isin(problems.skipped())
     return DatasetTables(name=name, source=f"folder {root}", root=root, label_names=names,

@@ -34,9 +34,13 @@ from ._base import (
     read_csv,
     require,
     with_age_bins,
+    with_sources,
 )
 
-__all__ = ["NIH_LABELS", "SPLITS", "load_nih"]
+__all__ = ["DEMOGRAPHICS_HINT", "NIH_LABELS", "SPLITS", "load_nih"]
+
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = "the Patient Gender, Patient Age and View Position columns of Data_Entry_2017.csv"
 
 NIH_LABELS = ["Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia",
               "Pneumothorax", "Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening", "Hernia",
@@ -88,6 +92,7 @@ def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Pat
         # before NIH resampled it, used only to check the boxes below
         "width": np.nan, "height": np.nan,
     })
+    with_sources(images, dict.fromkeys(("sex", "age", "view"), f"csv:{entry_path.name}"))
     original = pd.DataFrame({"width": pd.to_numeric(df[width], errors="coerce") if width else np.nan,
                              "height": pd.to_numeric(df[height], errors="coerce") if height else np.nan})
     findings = df["Finding Labels"].astype(str).str.split("|")

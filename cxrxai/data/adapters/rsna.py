@@ -3,8 +3,9 @@
 Columns ``patientId, x, y, width, height, Target`` — one row per box in 1024-px space, Target 0
 rows have no box. ``stage_2_detailed_class_info.csv`` (optional) tells "Lung Opacity", "Normal"
 and "No Lung Opacity / Not Normal"; ``exclude_not_normal=True`` keeps pneumonia and normal only
-(Arun et al.'s curated set). Demographics come from DICOM headers, or from a headers CSV with
-``patientId``/``PatientID``, ``PatientSex``, ``PatientAge`` (torchxrayvision ships one).
+(Arun et al.'s curated set). Demographics come from a headers CSV (``headers_csv=``) with
+``patientId``/``PatientID``, ``PatientSex``, ``PatientAge`` (torchxrayvision ships one); what it
+leaves missing is read from the DICOM headers by ``load_dataset`` (:mod:`._dicom_tags`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from ._base import (
     read_csv,
     require,
     with_age_bins,
+    with_sources,
 )
 
-__all__ = ["load_rsna"]
+__all__ = ["DEMOGRAPHICS_HINT", "load_rsna"]
+
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = ("--data-option headers_csv=FILE (patientId, PatientSex, PatientAge[, ViewPosition]; "
+                     "torchxrayvision ships kaggle_stage_2_train_images_dicom_headers.csv.gz), or the "
+                     "DICOM files under --root/stage_2_train_images with their headers")
 
 
 def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers_csv: str | Path | None = None,
@@ -41,14 +48,7 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
     images = pd.DataFrame({"image_id": ids, "path": [f"stage_2_train_images/{i}.dcm" for i in ids], "patient_id": ids,
                            "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
     if headers_csv:
-        h = read_csv(headers_csv)
-        key = "patientId" if "patientId" in h else "PatientID"
-        require(h, [key, "PatientSex", "PatientAge"], headers_csv)
-        h = h.assign(_key=h[key].astype(str)).drop_duplicates("_key").set_index("_key")
-        images["sex"] = clean_sex(images.image_id.map(h["PatientSex"]))
-        images["age"] = clean_age(images.image_id.map(h["PatientAge"]), headers_csv, problems, images.image_id)
-        if "ViewPosition" in h:
-            images["view"] = images.image_id.map(h["ViewPosition"])
+        _read_headers_csv(images, headers_csv, problems)
     boxes = df[df["Target"] == 1].copy()
     # Boxes are in the image's own pixels (1024 × 1024 as published); one crossing the edge of the
     # decoded image is clipped (or dropped) by the precompute, which knows each image's size.
@@ -74,3 +74,22 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
                          labels=long_labels(images.image_id[keep], positive[keep].to_numpy(float)[:, None], ["Pneumonia"]),
                          annotations=annotations[annotations.image_id.isin(set(images.image_id[keep]))],
                          problems=problems.frame(), config={"exclude_not_normal": exclude_not_normal, "seed": seed})
+
+
+def _read_headers_csv(images: pd.DataFrame, headers_csv, problems: Problems) -> None:
+    """Sex, age (and view) from a CSV of DICOM headers (``patientId``/``PatientID``, ``PatientSex``,
+    ``PatientAge``[, ``ViewPosition``]); a bad value is a problem naming that CSV's row."""
+    h = read_csv(headers_csv)
+    key = "patientId" if "patientId" in h else "PatientID"
+    require(h, [key, "PatientSex", "PatientAge"], headers_csv)
+    h = h.assign(_key=h[key].astype(str), _row=h.index).drop_duplicates("_key").set_index("_key")
+    row = images.image_id.map(h["_row"]).fillna(-2).astype(int)
+
+    def by_row(column: str) -> pd.Series:
+        return pd.Series(images.image_id.map(h[column]).to_numpy(), index=row.to_numpy())
+
+    images["sex"] = clean_sex(by_row("PatientSex"), headers_csv, problems, images.image_id).to_numpy()
+    images["age"] = clean_age(by_row("PatientAge"), headers_csv, problems, images.image_id).to_numpy()
+    if "ViewPosition" in h:
+        images["view"] = images.image_id.map(h["ViewPosition"])
+    with_sources(images, dict.fromkeys(("sex", "age", "view"), f"csv:{Path(headers_csv).name}"))

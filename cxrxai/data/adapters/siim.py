@@ -5,8 +5,8 @@ pneumothorax; several rows of one image are several instances. The RLE lists (st
 counted from the end of the previous run, run length) over the image flattened column-major;
 :func:`decode_siim_rle` decodes it at 1024 × 1024 (the published images' size), or, with
 ``read_headers=True``, at each DICOM's own Rows × Columns. Images are the
-``<ImageId>.dcm`` files anywhere under ``root``. The CSV has no demographics; with
-``read_headers=True`` sex and age come from the DICOM headers.
+``<ImageId>.dcm`` files anywhere under ``root``. The CSV has no demographics: sex, age and view
+come from the DICOM headers (read by ``load_dataset``, :mod:`._dicom_tags`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,20 @@ from ..masks import encode_rle
 from ._base import (
     DatasetTables,
     Problems,
-    clean_age,
-    clean_sex,
     long_labels,
     patient_split,
     read_csv,
     require,
     with_age_bins,
 )
+from ._dicom_tags import read_dicom_tags
 
-__all__ = ["decode_siim_rle", "load_siim"]
+__all__ = ["DEMOGRAPHICS_HINT", "decode_siim_rle", "load_siim"]
+
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = ("the .dcm files under --root with PatientSex, PatientAge and ViewPosition in their "
+                     "headers, or a folder dataset (--dataset folder) whose CSV has sex, age and view "
+                     "columns")
 
 
 def decode_siim_rle(rle: str, height: int = 1024, width: int = 1024) -> np.ndarray:
@@ -74,7 +78,7 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
     images = pd.DataFrame({"image_id": ids, "path": [files.get(i, f"{i}.dcm") for i in ids], "patient_id": ids,
                            "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
     if read_headers:
-        _headers(root, images, problems)
+        _sizes(root, images)
     size_of = dict(zip(images.image_id, zip(images.height.astype(int), images.width.astype(int))))
     ann = []
     for i, r in df.iterrows():
@@ -102,18 +106,16 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
                          annotations=annotations, problems=problems.frame(), config={"seed": seed})
 
 
-def _headers(root: Path, images: pd.DataFrame, problems: Problems) -> None:
+def _sizes(root: Path, images: pd.DataFrame) -> None:
+    """Each image's Rows × Columns from its DICOM header (1024 × 1024, as published, when unreadable:
+    the precompute reports an unreadable file when it decodes it)."""
     import pydicom
 
-    sexes, ages, views, sizes = [], [], [], []
+    sizes = []
     for rel in images["path"]:
         try:
-            ds = pydicom.dcmread(str(root / rel), stop_before_pixels=True)
-            sexes.append(ds.get("PatientSex")), ages.append(ds.get("PatientAge")), views.append(ds.get("ViewPosition"))
-            sizes.append((float(ds.get("Rows", 1024)), float(ds.get("Columns", 1024))))
-        except (OSError, pydicom.errors.InvalidDicomError):
-            sexes.append(None), ages.append(None), views.append(None), sizes.append((1024.0, 1024.0))
+            tags = read_dicom_tags(root / rel, ("Rows", "Columns"))
+            sizes.append((float(tags["Rows"] or 1024), float(tags["Columns"] or 1024)))
+        except (OSError, EOFError, pydicom.errors.InvalidDicomError):
+            sizes.append((1024.0, 1024.0))
     images["height"], images["width"] = [h for h, _ in sizes], [w for _, w in sizes]
-    images["sex"] = clean_sex(pd.Series(sexes, index=images.index))
-    images["age"] = clean_age(pd.Series(ages, index=images.index), root, problems, images["image_id"])
-    images["view"] = views

@@ -6,7 +6,8 @@ Each radiologist is a reader (``rad_id``); a finding is positive when any reader
 (``label_rule="any"``) or most of the image's readers did (``"majority"``). The reference
 reader ``gt`` is the union of the radiologists' boxes of each positive finding (what makes it
 positive under the rule); each radiologist stays a reader of their own. Images are
-``train/<image_id>.dicom``; demographics are only in the DICOM headers.
+``train/<image_id>.dicom``; demographics are only in the DICOM headers (read by ``load_dataset``,
+:mod:`._dicom_tags`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import pandas as pd
 from ...errors import UnknownNameError
 from ._base import DatasetTables, Problems, long_labels, patient_split, read_csv, require, with_age_bins
 
-__all__ = ["load_vindr"]
+__all__ = ["DEMOGRAPHICS_HINT", "load_vindr"]
+
+#: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
+DEMOGRAPHICS_HINT = ("the DICOM files under --root/train with PatientSex, PatientAge and ViewPosition in "
+                     "their headers, or a folder dataset (--dataset folder) whose CSV has sex, age and view "
+                     "columns")
 
 
 def load_vindr(root: str | Path, *, csv: str | Path | None = None, label_rule: str = "any", fractions=(0.8, 0.1, 0.1),

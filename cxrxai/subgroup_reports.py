@@ -1,0 +1,140 @@
+"""The reports grouped by sex, age bin or view (thesis Fig. 2 and 5, Seyyed-Kalantari et al.), and
+why a grouping has no group: an empty subgroup table always says which images lack the value,
+where the tool looked for it (the dataset's CSV, its DICOM headers) and how to supply it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from .errors import StoreError
+from .labels import NO_FINDING
+from .metrics import fairness
+from .store import Store
+from .summaries import prediction_table
+
+__all__ = ["metric_by_subgroup", "no_group_reason", "require_groups", "subgroup_tpr", "underdiagnosis"]
+
+#: Grouping column → the image field it is made from.
+_FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view"}
+
+
+def _columns(by: str | list[str]) -> list[str]:
+    return [by] if isinstance(by, str) else list(by)
+
+
+def _records(store: Store) -> dict[str, dict]:
+    """Per dataset, what loading it found for each demographic (``config["demographics"]``)."""
+    datasets = store.datasets()
+    out = {}
+    for row in datasets.to_dict("records") if len(datasets) else []:
+        config = json.loads(row["config"]) if isinstance(row.get("config"), str) else {}
+        out[row["dataset"]] = config.get("demographics", {}) if isinstance(config, dict) else {}
+    return out
+
+
+def no_group_reason(store: Store, image_ids, column: str) -> str:
+    """Why the images ``image_ids`` have no (or few) values of ``column``, per dataset: the counts,
+    where the values were looked for, and how to supply them (the record written when the dataset
+    was loaded, see ``cxrxai.data.adapters._dicom_tags``)."""
+    field = _FIELD.get(column, column)
+    images = store.images(image_ids=list(image_ids), columns=["dataset", field])
+    records, parts = _records(store), []
+    for dataset, g in images.groupby("dataset", sort=True):
+        have, n = int(g[field].notna().sum()), len(g)
+        head = (f"no image of dataset {dataset!r} has a {field} (0 of {n:,})" if not have else
+                f"{n - have:,} of {n:,} images of dataset {dataset!r} have no {field}")
+        record = records.get(dataset, {}).get(field) or {}
+        if record.get("why"):
+            supply = record.get("supply") or "a CSV column"
+            parts.append(f"{head}: {record['why']}; supply them with {supply}, then load the dataset again "
+                         "(`python -m cxrxai precompute` or `import-predictions`)")
+        else:
+            parts.append(f"{head}: the store records no source of them (column {field}_source is empty; "
+                         "the dataset was loaded before sources were recorded); load it again with "
+                         "`python -m cxrxai precompute` or `import-predictions` to read its CSV and DICOM "
+                         "headers")
+    return "; ".join(parts)
+
+
+def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what: str) -> None:
+    """A :class:`StoreError` saying why, when no row of ``table`` has every ``by`` value."""
+    cols = _columns(by)
+    if table.empty or len(table.dropna(subset=cols)):
+        return
+    ids = table["image_id"].unique()
+    lacking = [c for c in cols if table[c].isna().all()] or cols
+    raise StoreError(f"{what} has no group by {' × '.join(cols)}: "
+                     + "; ".join(no_group_reason(store, ids, c) for c in lacking))
+
+
+def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
+                 split: str | None = None) -> pd.DataFrame:
+    """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n.
+    ``split``: test when the model has test predictions, else ``all`` (every predicted image)."""
+    table = prediction_table(store, model_id, split=split)
+    table = table[table.label != NO_FINDING]
+    decided = table.dropna(subset=["predicted", "ground_truth"])
+    if decided.empty:
+        raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: "
+                         f"no threshold for any of {', '.join(table.label.unique())} (table thresholds) or "
+                         "no ground truth; thresholds are chosen on a validation split with both classes "
+                         "(`python -m cxrxai precompute ... --split all`) or imported (`python -m cxrxai "
+                         "import-predictions ... --thresholds Threshold.csv`)")
+    require_groups(store, decided, by, f"model {model_id!r}'s TPR by subgroup")
+    return fairness.subgroup_rates(table, by, ci=ci)
+
+
+def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None
+                   ) -> pd.DataFrame:
+    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split`` as
+    in :func:`subgroup_tpr`; ``all`` evaluates imported predictions on exactly their images)."""
+    table = prediction_table(store, model_id, split=split)
+    # a dataset's own spelling counts too (VinDr-CXR: "No finding")
+    spelled = next((lab for lab in table.label.unique() if str(lab).casefold() == NO_FINDING.casefold()),
+                   NO_FINDING)
+    table = table.assign(label=table.label.replace({spelled: NO_FINDING}))
+    nf = table[table.label == NO_FINDING]
+    if nf.empty:
+        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} output (labels: "
+                         f"{', '.join(table.label.unique())}); the under/overdiagnosis analysis needs a "
+                         "model that outputs one")
+    if nf.predicted.isna().all() or nf.ground_truth.isna().all():
+        missing = ("threshold (table thresholds)" if nf.predicted.isna().all()
+                   else "ground truth (table labels)")
+        raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these "
+                         f"{nf.image_id.nunique():,} images; import thresholds with `python -m cxrxai "
+                         "import-predictions ... --thresholds Threshold.csv`, or predict a validation split "
+                         "with both classes so one can be chosen")
+    require_groups(store, nf.dropna(subset=["predicted", "ground_truth"]), by,
+                   f"model {model_id!r}'s No Finding under/overdiagnosis")
+    return fairness.underdiagnosis(table, by)
+
+
+def metric_by_subgroup(store: Store, cases: pd.DataFrame, scored: pd.DataFrame, metric: str, by: str,
+                       what: str) -> pd.DataFrame:
+    """Mean ``metric`` of the true-positive ``cases`` per finding and group, with every group of
+    ``scored`` (all scored cases of the finding) shown: one without a value has n = 0 and a ``note``
+    saying why (no positive scored, positives none of which the model predicted, or NaN metrics)."""
+    require_groups(store, cases, by, what)
+    cols = _columns(by)
+    levels = scored.dropna(subset=cols)
+    out = fairness.metric_by_group(cases, metric, by, expected=levels[["label", *cols]])
+    positives = levels[levels.gt_positive == True].groupby(["label", *cols]).size()  # noqa: E712 — nullable
+    keys = out[["label", *cols]].itertuples(index=False, name=None)
+    notes = [_note(int(n), int(n_nan), int(positives.get(key, 0)), metric)
+             for key, n, n_nan in zip(keys, out["n"], out["n_nan"])]
+    return out.assign(note=np.array(notes, dtype=object))
+
+
+def _note(n: int, n_nan: int, positives: int, metric: str) -> str | None:
+    """Why a group of the explanation-by-subgroup table has no value (None when it has one)."""
+    if n:
+        return None
+    if n_nan:
+        return f"{n_nan} true-positive case(s), {metric} undefined on each (NaN: e.g. an empty mask)"
+    if positives:
+        return f"no true positive: {positives} positive case(s) scored, the model predicted none of them"
+    return "no true positive: no positive case of this finding in this group among the scored maps"
