@@ -9,7 +9,9 @@ from ...errors import UnknownNameError
 from ._base import DatasetTables
 from .chexpert import load_chexpert
 from .folder import load_folder
+from .mimic import load_mimic
 from .nih import load_nih
+from .padchest import load_padchest
 from .rsna import load_rsna
 from .siim import decode_siim_rle, load_siim
 from .vindr import load_vindr
@@ -17,7 +19,7 @@ from .vindr import load_vindr
 __all__ = ["ADAPTERS", "DatasetTables", "decode_siim_rle", "load_dataset"]
 
 ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
-            "folder": load_folder}
+            "mimic": load_mimic, "padchest": load_padchest, "folder": load_folder}
 
 
 def load_dataset(kind: str, root: str | Path, **options) -> DatasetTables:
