@@ -103,8 +103,9 @@ def test_ground_truth_is_scored_at_each_images_own_size(built):
     with open_store(store) as s:
         geo = s.table("geometry", reader="gt", dominant="most_points").set_index(["image_id", "label"])
         loc = s.table("localization", model_id="ckpt", method="gradcam", reader="gt")
-    if name in LABELS_ONLY:  # nothing to score against, and nothing invented
-        assert not layout.truth and loc.empty and geo.empty
+    if name in LABELS_ONLY:  # maps are scored against empty masks: nothing positive, nothing invented
+        assert not layout.truth and len(loc) and not loc.gt_positive.any() and (loc.gt_area == 0).all()
+        assert geo.empty
         return
     loc = loc[loc.gt_positive].set_index(["image_id", "label"])
     assert len(layout.truth) >= 3
@@ -186,7 +187,10 @@ def test_explain_reloads_the_stores_model_and_reproduces_its_stored_map(built, t
     """The store names another group's checkpoint; ``explain`` (and the app's live path, through
     the same loader) must rebuild that exact model: its Grad-CAM equals the stored one."""
     _, layout, store = built
-    image_id, label = sorted(layout.truth)[0] if layout.truth else (sorted(layout.sizes)[0], layout.labels[0])
+    if layout.truth:
+        image_id, label = sorted(layout.truth)[0]
+    else:  # Grad-CAM of a finding (the build explains findings, not No Finding)
+        image_id, label = sorted(layout.sizes)[0], next(lab for lab in layout.labels if lab != "No Finding")
     out = tmp_path / "map.npy"
     assert main(["explain", "--store", str(store), "--image", image_id, "--label", label, "--method", "gradcam",
                  "--out", str(out)]) == 0
