@@ -130,12 +130,6 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
                 row.update(n_paired=int(ci["n"]), difference=float(ci["estimate"]), lower=ci["lower"],
                            upper=ci["upper"], behind=bool(ci["lower"] > 0))
             rows.append(row)
-    if not rows:  # e.g. a dataset that publishes labels only: every map was scored against an empty mask
-        cases = slice_.replace("_", "-")
-        raise StoreError(f"model {model_id!r} has no {metric} of any explainer on {cases} cases (table "
-                         "localization): no scored map has a ground-truth box or mask to compare with; for "
-                         f"cases that have one, {fill_hint(store, 'localization', model_id)} on a dataset "
-                         "with boxes or masks")
     return pd.DataFrame(rows, columns=["label", "rank", "explainer", "n", metric, "vs", "n_paired", "difference",
                                        "lower", "upper", "behind"])
 
