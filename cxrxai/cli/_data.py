@@ -20,8 +20,10 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-option", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="adapter option, repeatable: nih split=alternative, data_entry=FILE, bbox_list=FILE; chexpert "
                         "uncertain=ones, chexlocalize=DIR; siim read_headers=true; rsna headers_csv=FILE; vindr "
-                        "label_rule=majority; folder csv=FILE labels=[...] boxes_csv=FILE; any of them "
-                        "dicom_headers=false: do not read sex, age and view a CSV lacks from DICOM headers")
+                        "label_rule=majority; mimic mimic_iv=DIR (MIMIC-IV's patients.csv), labeler=negbio, "
+                        "uncertain=ignore, age=study, split=patient, views=PA,AP; padchest labels=[...], "
+                        "views=PA,AP, layout=flat, csv=FILE; folder csv=FILE labels=[...] boxes_csv=FILE; any of "
+                        "them dicom_headers=false: do not read sex, age and view a CSV lacks from DICOM headers")
     p.add_argument("--store", type=Path, required=True, help="store to write")
     p.add_argument("--fresh", action="store_true", help="start the store from scratch")
     p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")

@@ -1,8 +1,10 @@
 """Dataset adapters against the real metadata files, at full size (torchxrayvision's wheel
-ships NIH, CheXpert, SIIM, RSNA and VinDr metadata; no images needed)."""
+ships NIH, CheXpert, SIIM, RSNA, VinDr and PadChest metadata; no images needed)."""
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import numpy as np
@@ -130,3 +132,45 @@ def test_vindr_readers_and_labels(tmp_path):
     assert 0 < len(maj_gt) < len(gt) and all(k in pos for k in zip(maj_gt.image_id, maj_gt.label))
     maj = load_dataset("vindr", tmp_path, csv=DATA / "vinbigdata-train.csv.gz", label_rule="majority")
     assert (maj.labels.value == 1).sum() <= (t.labels.value == 1).sum()
+
+
+PADCHEST = DATA / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv.gz"
+#: Findings counted below in the raw cells, independently of the adapter's parser.
+PADCHEST_FINDINGS = ["pleural effusion", "cardiomegaly", "normal", "COPD signs", "nodule"]
+
+
+def test_padchest_full_file(tmp_path):
+    t = load_dataset("padchest", tmp_path, csv=PADCHEST, labels=PADCHEST_FINDINGS)
+    raw = pd.read_csv(PADCHEST, usecols=["ImageID", "PatientID", "PatientSex_DICOM", "PatientBirth",
+                                         "StudyDate_DICOM", "Projection", "Labels"])
+    assert len(raw) == len(t.images) == 160_861  # every film kept: none has a bad ImageDir or list
+    assert t.images.patient_id.nunique() == raw.PatientID.nunique()
+    sexes = t.images.sex.value_counts(dropna=False)
+    assert sexes["M"] == (raw.PatientSex_DICOM == "M").sum() == 80_920
+    assert sexes["F"] == (raw.PatientSex_DICOM == "F").sum() == 79_919
+    other = (raw.PatientSex_DICOM == "O").sum()
+    assert t.problems.problem.str.endswith("sex set to missing").sum() == other == 18  # 4 blanks say nothing
+    # a finding's films: its name between quotes, with or without the stray spaces of the file
+    wide = t.labels.pivot(index="image_id", columns="label", values="value")
+    empty = raw.Labels.isna() | raw.Labels.str.fullmatch(r"\[(\s*''\s*,?)*\]", na=False)
+    for name in PADCHEST_FINDINGS:
+        films = raw.Labels.str.contains(rf"'\s*{re.escape(name)}\s*'", regex=True, na=False)
+        assert int(wide[name].sum()) == int(films.sum()), name
+    assert int(wide["pleural effusion"].sum()) == 9_853 and int(wide["normal"].sum()) == 50_616
+    assert int(wide["normal"].isna().sum()) == int(empty.sum()) == 880  # 103 blank cells, 777 "['']"
+    assert t.problems.problem.str.endswith("labels set to missing").sum() == 880
+    # age: the study's year minus the birth year, film by film
+    age = (raw.StudyDate_DICOM // 10_000 - raw.PatientBirth).set_axis(raw.ImageID)
+    np.testing.assert_array_equal(t.images.set_index("image_id").age.reindex(raw.ImageID), age)
+    assert set(t.images.view) == set(raw.Projection) == {"PA", "L", "AP", "AP_horizontal", "COSTAL", "EXCLUDE",
+                                                         "UNK"}
+
+
+def test_padchest_default_keeps_every_label_as_written(tmp_path):
+    """On the first 3,000 films (every label of the whole file would be 31 million rows)."""
+    csv = tmp_path / "padchest.csv"
+    pd.read_csv(PADCHEST, nrows=3_000).to_csv(csv, index=False)
+    t = load_dataset("padchest", tmp_path, csv=csv)
+    cells = pd.read_csv(csv).Labels.dropna()
+    names = {n.strip() for cell in cells for n in ast.literal_eval(cell) if n.strip()}
+    assert set(t.label_names) == names and len(t.labels) == 3_000 * len(names)

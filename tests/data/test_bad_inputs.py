@@ -58,9 +58,12 @@ def test_siim_malformed_rle(tmp_path):
                                             "past, 1048570 100\n"  # row 5: runs past 1024×1024
                                             "none, -1\n")
     t = load_dataset("siim", tmp_path)
-    assert t.problems.row.tolist() == [3, 4, 5]
-    assert [p.split(";")[0] for p in t.problems.problem] == [
+    rows = t.problems[t.problems.row.notna()]
+    assert rows.row.tolist() == [3, 4, 5]
+    assert [p.split(";")[0] for p in rows.problem] == [
         "SIIM RLE must hold (offset, length) pairs", "invalid SIIM RLE 'a b'…", "SIIM RLE runs past a 1024×1024 image"]
+    # metadata without its DICOM files: the headers that would give sex, age and view are missing, and it says so
+    assert t.problems.problem.iloc[-1].startswith("2 of 2 DICOM files whose header was needed are not under the root")
     assert set(t.images.image_id) == {"good", "none"}
 
 

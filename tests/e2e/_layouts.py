@@ -249,3 +249,82 @@ def folder(root: Path, n: int = 8) -> Layout:
     pd.DataFrame(rows).to_csv(root / "cases.csv", index=False)
     pd.DataFrame(boxes).to_csv(root / "boxes.csv", index=False)
     return lay
+
+
+def mimic(root: Path, n: int = 8) -> Layout:
+    """MIMIC-CXR-JPG: ``files/pNN/p<subject>/s<study>/<dicom_id>.jpg``, the gzipped metadata,
+    CheXpert-labeler and split CSVs (one study per film, one ``-1.0`` uncertain label), and
+    MIMIC-IV's ``hosp/patients.csv.gz`` for sex and age (``mimic_iv=``)."""
+    from cxrxai.data.adapters.chexpert import CHEXPERT_LABELS
+
+    lay = Layout("mimic", root, [f"mimic_iv={root / 'mimiciv'}"], list(CHEXPERT_LABELS))
+    meta, labels, split, patients = [], [], [], {}
+    for k, (spec, (h, w)) in enumerate(cases(n, tuple(CHEXPERT_OF))):
+        pf = phantom_at(spec, CONFIG, h, w)
+        subject = patients.setdefault(spec.patient_id, (10_000_000 + 17 * len(patients), spec))[0]
+        study, dicom_id = 50_000_000 + k, f"{k:08x}-5b8c1d2e-7f3a9c10-4e6d2b8a-{k:08x}"
+        film = root / f"files/p{str(subject)[:2]}/p{subject}/s{study}/{dicom_id}.jpg"
+        write_radiograph(pf.image, film, fmt="jpeg")
+        meta.append({"dicom_id": dicom_id, "subject_id": subject, "study_id": study,
+                     "PerformedProcedureStepDescription": "CHEST (PA AND LAT)", "ViewPosition": spec.view,
+                     "Rows": h, "Columns": w, "StudyDate": 21800506, "StudyTime": 213014.531,
+                     "ProcedureCodeSequence_CodeMeaning": "CHEST (PA AND LAT)",
+                     "ViewCodeSequence_CodeMeaning": "postero-anterior",
+                     "PatientOrientationCodeSequence_CodeMeaning": "Erect"})
+        found = {CHEXPERT_OF[f] for f in spec.findings if f in CHEXPERT_OF}
+        row = {lab: (1.0 if lab in found else None) for lab in CHEXPERT_LABELS}
+        row["No Finding"] = None if found else 1.0
+        if k == 1 and "Edema" not in found:
+            row["Edema"] = -1.0  # uncertain: a negative under the default policy (zeros)
+        labels.append({"subject_id": subject, "study_id": study, **row})
+        split.append({"dicom_id": dicom_id, "study_id": study, "subject_id": subject,
+                      "split": ("train", "validate", "test")[k % 3]})
+        lay.sizes[dicom_id] = (h, w)
+    pd.DataFrame(meta).to_csv(root / "mimic-cxr-2.0.0-metadata.csv.gz", index=False)
+    pd.DataFrame(labels).to_csv(root / "mimic-cxr-2.0.0-chexpert.csv.gz", index=False)
+    pd.DataFrame(split).to_csv(root / "mimic-cxr-2.0.0-split.csv.gz", index=False)
+    (root / "mimiciv" / "hosp").mkdir(parents=True)
+    mimic_iv = pd.DataFrame([{"subject_id": s, "gender": spec.sex, "anchor_age": spec.age,
+                              "anchor_year": 2180, "anchor_year_group": "2014 - 2016", "dod": None}
+                             for s, spec in patients.values()])
+    mimic_iv.to_csv(root / "mimiciv" / "hosp" / "patients.csv.gz", index=False)
+    return lay
+
+
+PADCHEST_OF = {"Effusion": "pleural effusion", "Cardiomegaly": "cardiomegaly", "Nodule": "nodule",
+               "Mass": "mass", "Pneumothorax": "pneumothorax", "Atelectasis": "atelectasis",
+               "Pneumonia": "pneumonia", "Infiltration": "infiltrates"}
+
+
+def padchest(root: Path, n: int = 8) -> Layout:
+    """PadChest: 16-bit greyscale PNGs in numbered folders (``<ImageDir>/<ImageID>``) and the gzipped
+    ``PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv`` with its label lists as PadChest writes
+    them (its names, a stray leading space, ``'normal'`` for a film without findings)."""
+    from cxrxai.data.adapters.padchest import PADCHEST_CSV
+
+    lay = Layout("padchest", root, [], [])
+    rows = []
+    for k, (spec, (h, w)) in enumerate(cases(n, tuple(PADCHEST_OF))):
+        pf = phantom_at(spec, CONFIG, h, w)
+        image_id, folder = f"2168401113669640{k:04d}_00-0{k:02d}-1{k:02d}.png", k % 3
+        # PadChest ships 12-bit data in 16-bit PNGs; these films use the full 16-bit range
+        write_radiograph(pf.image, root / str(folder) / image_id, fmt="png16")
+        names = [PADCHEST_OF[f] for f in spec.findings if f in PADCHEST_OF] or ["normal"]
+        cell = "[" + ", ".join(("' " if j else "'") + name + "'" for j, name in enumerate(names)) + "]"
+        rows.append({"ImageID": image_id, "ImageDir": folder, "StudyDate_DICOM": 20150914,
+                     "StudyID": f"st{k}", "PatientID": f"pt{spec.patient_id}",
+                     "PatientBirth": 2015 - spec.age,
+                     "PatientSex_DICOM": spec.sex, "ViewPosition_DICOM": "POSTEROANTERIOR",
+                     "Projection": spec.view, "MethodProjection": "Manual review of DICOM fields",
+                     "Pediatric": "No", "Modality_DICOM": "CR", "BitsStored_DICOM": 12, "Rows_DICOM": h,
+                     "Columns_DICOM": w, "Report": "sin hallazg", "MethodLabel": "Physician", "Labels": cell,
+                     "Localizations": "[]"})
+        lay.sizes[image_id] = (h, w)
+    df = pd.DataFrame(rows)
+    df.to_csv(root / (PADCHEST_CSV + ".gz"))  # with the unnamed index column the published file has
+    lay.labels = sorted({name for cell in df.Labels for name in _names(cell)})
+    return lay
+
+
+def _names(cell: str) -> list[str]:
+    return [part.strip().strip("'").strip() for part in cell.strip("[]").split(",")]

@@ -14,12 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import UnknownNameError
-from . import chexpert, folder, nih, rsna, siim, vindr
+from . import chexpert, folder, mimic, nih, padchest, rsna, siim, vindr
 from ._base import DatasetTables
 from ._dicom_tags import fill_from_dicom
 from .chexpert import load_chexpert
 from .folder import load_folder
+from .mimic import load_mimic
 from .nih import load_nih
+from .padchest import load_padchest
 from .rsna import load_rsna
 from .siim import decode_siim_rle, load_siim
 from .vindr import load_vindr
@@ -27,11 +29,11 @@ from .vindr import load_vindr
 __all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "decode_siim_rle", "load_dataset"]
 
 ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
-            "folder": load_folder}
+            "mimic": load_mimic, "padchest": load_padchest, "folder": load_folder}
 #: Per adapter, how a user supplies sex, age and view it could not find.
 DEMOGRAPHICS_HINTS = {name: module.DEMOGRAPHICS_HINT for name, module in
                       {"nih": nih, "chexpert": chexpert, "siim": siim, "rsna": rsna, "vindr": vindr,
-                       "folder": folder}.items()}
+                       "mimic": mimic, "padchest": padchest, "folder": folder}.items()}
 
 
 def load_dataset(kind: str, root: str | Path, *, dicom_headers: bool = True, **options) -> DatasetTables:

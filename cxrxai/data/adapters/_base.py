@@ -3,7 +3,9 @@
 An adapter reads a dataset's files exactly as published and returns :class:`DatasetTables`:
 
 * ``images`` — image_id, path (relative to ``root``), patient_id, sex ("M"/"F"/missing),
-  age (years, missing allowed), age_bin, view, split, width, height (missing until read);
+  age (years, missing allowed), age_bin, view, split, width, height (missing until read), and
+  where sex, age and view came from: ``sex_source``, ``age_source``, ``view_source``
+  (``csv:<file name>``, ``dicom:<Tag>``, ``derived:<rule>``; missing when the value is);
 * ``labels`` — long: image_id, label, value (1, 0, or missing = unknown/uncertain-ignored);
 * ``annotations`` — image_id, label, reader, instance, kind (mask/box/point), x, y, w, h,
   mask_rle (COCO compressed), mask_height, mask_width;
@@ -25,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import DataError
+from ...errors import DataError, UnknownNameError
 from ...labels import age_bin
 
 __all__ = [
@@ -37,11 +39,16 @@ __all__ = [
     "clip_boxes",
     "clean_sex",
     "escaping",
+    "keep_views",
+    "UNCERTAIN_POLICIES",
+    "chexpert_values",
     "long_labels",
     "name_list",
     "patient_split",
     "read_csv",
     "require",
+    "sourced",
+    "study_years",
     "unit_interval",
     "with_sources",
 ]
@@ -51,6 +58,8 @@ IMAGE_COLUMNS = ["image_id", "path", "patient_id", "sex", "age", "age_bin", "vie
 ANNOTATION_COLUMNS = ["image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h", "mask_rle",
                       "mask_height", "mask_width"]
 MAX_AGE = 120
+#: What a CheXpert-labeler "uncertain" (−1) becomes: missing (``ignore``), negative or positive.
+UNCERTAIN_POLICIES = ("ignore", "zeros", "ones")
 
 
 @dataclass
@@ -96,6 +105,11 @@ class Problems:
         if action == self.SKIP_IMAGE and image_id is not None:
             self._skipped.add(str(image_id))
 
+    def note(self, file: str | Path, problem: str) -> None:
+        """A row about the whole file, not a bad row: what an option or a missing companion file
+        left out or left missing (never raises, even in strict mode: nothing in the data is wrong)."""
+        self.rows.append({"file": str(file), "row": None, "image_id": None, "problem": problem})
+
     def skipped(self) -> set[str]:
         """Image ids whose problem removes the image from the dataset."""
         return set(self._skipped)
@@ -128,9 +142,10 @@ def _where(path, values: pd.Series, i: int) -> tuple[object, int | None]:
     return path, int(values.index[i]) + 2
 
 
-def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series) -> pd.Series:
+def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series | None) -> pd.Series:
     """Ages in years; "058Y" style accepted; missing stays missing; absurd ages are problems
-    (``path``: the CSV, or a Series of one file per value, see :func:`_where`)."""
+    (``path``: the CSV, or a Series of one file per value, see :func:`_where`; ``ids``: the image of
+    each value, ``None`` when the values are per patient)."""
     text = values.astype("string").str.strip().str.upper()
     months = text.str.endswith("M", na=False)
     days = text.str.endswith("D", na=False)
@@ -138,7 +153,7 @@ def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series) -> pd
     num = num.where(~months, num / 12).where(~days, num / 365)
     bad = ((num < 0) | (num > MAX_AGE) | (values.notna() & num.isna())).to_numpy(dtype=bool)
     for i in np.flatnonzero(bad):
-        problems.add(*_where(path, values, i), str(ids.iloc[i]),
+        problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,
                      f"absurd age {values.iloc[i]} (allowed 0–{MAX_AGE} years)", action="age set to missing")
     return num.where(~bad).astype(float)
 
@@ -154,6 +169,66 @@ def clean_sex(values: pd.Series, path=None, problems: Problems | None = None, id
             problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,
                          f"sex {values.iloc[i]!r} is not one of M, F (male, female)", action="sex set to missing")
     return out
+
+
+def study_years(values: pd.Series, column: str, path, problems: Problems, ids: pd.Series) -> pd.Series:
+    """The year of DICOM-style ``yyyymmdd`` dates (``20140915`` → 2014.0), to derive ages from;
+    a value that is not such a date is a problem row ("age set to missing"), a blank stays missing.
+
+    >>> p = Problems(strict=False)
+    >>> dates, ids = pd.Series([20140915, None, 2014]), pd.Series(["a", "b", "c"])
+    >>> study_years(dates, "StudyDate", "f.csv", p, ids).tolist()
+    [2014.0, nan, nan]
+    >>> p.rows[0]["problem"]
+    "StudyDate '2014' is not a yyyymmdd date; age set to missing"
+    """
+    text = values.astype("string").str.strip().str.replace(r"\.0$", "", regex=True)
+    dates = pd.to_datetime(text, format="%Y%m%d", errors="coerce")
+    bad = (text.notna() & (text != "") & dates.isna()).to_numpy(dtype=bool)
+    for i in np.flatnonzero(bad):
+        problems.add(path, int(values.index[i]) + 2, str(ids.iloc[i]),
+                     f"{column} {str(text.iloc[i])!r} is not a yyyymmdd date", action="age set to missing")
+    return dates.dt.year.astype(float)
+
+
+def sourced(values: pd.Series, source) -> pd.Series:
+    """The provenance column of ``values``: ``source`` (one text, or a Series of one per value) where a
+    value is present, missing where not."""
+    return pd.Series(source, index=values.index, dtype=object).where(values.notna().to_numpy(), None)
+
+
+def keep_views(view: pd.Series, views, file: str | Path, problems: Problems) -> np.ndarray:
+    """Which films a ``views`` option keeps (``None``: every film; else a list of view names,
+    any case, e.g. ``PA,AP``); the films it leaves out are counted, per view, in one note row.
+
+    >>> p = Problems(strict=False)
+    >>> keep_views(pd.Series(["PA", "LATERAL", None]), "pa,ap", "meta.csv", p).tolist(), p.rows[0]["problem"]
+    ([True, False, False], "views ['PA', 'AP'] kept: 2 films of other views left out (LATERAL 1, blank 1)")
+    """
+    if views is None:
+        return np.ones(len(view), bool)
+    wanted = [v.upper() for v in name_list(views)]
+    keep = view.astype("string").str.strip().str.upper().isin(wanted).to_numpy(dtype=bool)
+    if not keep.all():
+        counts = view[~keep].astype(object).where(view[~keep].notna(), "blank").value_counts()
+        problems.note(file, f"views {wanted} kept: {int((~keep).sum()):,} films of other views left out ("
+                            + ", ".join(f"{k} {n:,}" for k, n in counts.items()) + ")")
+    return keep
+
+
+def chexpert_values(values: pd.DataFrame, uncertain: str) -> pd.DataFrame:
+    """Labels of the CheXpert labeler (CheXpert's CSVs, MIMIC-CXR's chexpert and negbio files):
+    1 positive, 0 negative, −1 uncertain, blank not mentioned. Blanks become negatives (as
+    CheXpert's and the Underdiagnosis paper's code read them); −1 follows ``uncertain``, one of
+    :data:`UNCERTAIN_POLICIES` (``ignore`` → missing, ``zeros`` → 0, ``ones`` → 1).
+
+    >>> chexpert_values(pd.DataFrame({"Edema": [1.0, 0.0, -1.0, None]}), "ignore").Edema.tolist()
+    [1.0, 0.0, nan, 0.0]
+    """
+    if uncertain not in UNCERTAIN_POLICIES:
+        raise UnknownNameError("uncertain-label policy", uncertain, UNCERTAIN_POLICIES)
+    out = values.astype(float).fillna(0.0)
+    return out.replace(-1.0, {"ignore": np.nan, "zeros": 0.0, "ones": 1.0}[uncertain])
 
 
 def escaping(paths: pd.Series) -> np.ndarray:
@@ -193,8 +268,7 @@ def with_sources(images: pd.DataFrame, sources: dict[str, object]) -> pd.DataFra
     ['csv:a.csv', None]
     """
     for name, source in sources.items():
-        column = pd.Series(source, index=images.index, dtype=object)
-        images[f"{name}_source"] = column.where(images[name].notna().to_numpy(), None)
+        images[f"{name}_source"] = sourced(images[name], source)
     return images
 
 

@@ -27,8 +27,10 @@ from PIL import Image, ImageDraw
 from ...errors import DataError, UnknownNameError
 from ..masks import decode_rle, encode_rle
 from ._base import (
+    UNCERTAIN_POLICIES,
     DatasetTables,
     Problems,
+    chexpert_values,
     clean_age,
     clean_sex,
     escaping,
@@ -53,7 +55,6 @@ __all__ = [
 CHEXPERT_LABELS = ["No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema",
                    "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion", "Pleural Other",
                    "Fracture", "Support Devices"]
-UNCERTAIN_POLICIES = ("ignore", "zeros", "ones")
 FROM_CHEXLOCALIZE = {"Airspace Opacity": "Lung Opacity"}
 TO_CHEXLOCALIZE = {v: k for k, v in FROM_CHEXLOCALIZE.items()}
 #: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
@@ -116,9 +117,7 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
     })
     files = "csv:" + df["_file"].map(lambda f: Path(f).name)  # one CSV of ``files`` per row
     with_sources(images, dict.fromkeys(("sex", "age", "view"), files))
-    values = df[labels].astype(float)
-    values = values.fillna(0.0)
-    values = values.replace(-1.0, {"ignore": np.nan, "zeros": 0.0, "ones": 1.0}[uncertain])
+    values = chexpert_values(df[labels], uncertain)
     annotations = pd.DataFrame()
     if chexlocalize is not None:
         annotations, sizes = _chexlocalize(Path(chexlocalize), set(ids), problems)

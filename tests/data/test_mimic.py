@@ -1,0 +1,165 @@
+"""MIMIC-CXR-JPG adapter on small files written as PhysioNet publishes them (gzipped CSVs, MIMIC-IV's
+``hosp/patients.csv.gz``): paths, labels and the uncertainty policies, splits, demographics and
+where each value came from, and every bad row as a problem row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.data.adapters import ADAPTERS, load_dataset
+from cxrxai.data.adapters.mimic import mimic_path
+from cxrxai.errors import DataError, UnknownNameError
+
+META = "mimic-cxr-2.0.0-metadata.csv.gz"
+#: dicom_id, subject_id, study_id, ViewPosition, StudyDate
+FILMS = [("d1", 10000032, 50414267, "PA", 21800506), ("d2", 10000032, 50414267, "LATERAL", 21800506),
+         ("d3", 10000032, 53189527, "AP", 21850101), ("d4", 10000764, 57375967, "PA", 21320101),
+         ("d5", 19999999, 58000000, None, 21500101), ("d6", 10000764, 59999999, "PA", 21330101)]
+
+
+def _write(root: Path, *, films=FILMS, patients: bool = True, split_of=None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    meta = pd.DataFrame(films, columns=["dicom_id", "subject_id", "study_id", "ViewPosition", "StudyDate"])
+    meta.assign(Rows=3056, Columns=2544, StudyTime=120000.0).to_csv(root / META, index=False)
+    labels = pd.DataFrame({"subject_id": [10000032, 10000032, 10000764, 19999999],
+                           "study_id": [50414267, 53189527, 57375967, 58000000],
+                           "Edema": [1.0, -1.0, None, 0.0], "Pleural Effusion": [-1.0, 1.0, 0.0, None],
+                           "No Finding": [None, None, None, 1.0]})
+    labels.to_csv(root / "mimic-cxr-2.0.0-chexpert.csv.gz", index=False)
+    labels.assign(Edema=[0.0, 0.0, 1.0, 0.0]).to_csv(root / "mimic-cxr-2.0.0-negbio.csv.gz", index=False)
+    split_of = split_of or {"d1": "train", "d2": "train", "d3": "validate", "d4": "test", "d5": "test",
+                            "d6": "test"}
+    split = pd.DataFrame({"dicom_id": list(split_of), "study_id": 0, "subject_id": 0,
+                          "split": list(split_of.values())})
+    split.to_csv(root / "mimic-cxr-2.0.0-split.csv.gz", index=False)
+    if patients:
+        (root / "mimic-iv" / "hosp").mkdir(parents=True)
+        patients = pd.DataFrame({"subject_id": [10000032, 10000764], "gender": ["F", "M"],
+                                 "anchor_age": [52, 76], "anchor_year": [2180, 2132],
+                                 "anchor_year_group": ["2014 - 2016", "2011 - 2013"], "dod": [None, None]})
+        patients.to_csv(root / "mimic-iv" / "hosp" / "patients.csv.gz", index=False)
+    return root
+
+
+def _load(root: Path, **options):
+    return load_dataset("mimic", root, mimic_iv=root / "mimic-iv", **options)
+
+
+def test_films_paths_and_views_with_their_source(tmp_path):
+    t = _load(_write(tmp_path))
+    images = t.images.set_index("image_id")
+    assert mimic_path(10000032, 50414267, "d1") == "files/p10/p10000032/s50414267/d1.jpg"
+    assert images.at["d4", "path"] == "files/p10/p10000764/s57375967/d4.jpg"
+    assert images.at["d1", "patient_id"] == "10000032" and images.at["d2", "view"] == "LATERAL"
+    assert images.at["d1", "view_source"] == f"csv:{META}"
+    assert images.at["d5", "view"] is None and images.at["d5", "view_source"] is None  # blank stays missing
+    assert "mimic" in ADAPTERS
+    assert t.label_names == ["No Finding", "Edema", "Pleural Effusion"]  # CheXpert's order
+
+
+def test_uncertain_policies_and_blanks_as_chexpert(tmp_path):
+    root = _write(tmp_path)
+
+    def value(t, image, label):
+        return t.labels.set_index(["image_id", "label"]).value[(image, label)]
+
+    zeros, ones, ignore = (_load(root, uncertain=u) for u in ("zeros", "ones", "ignore"))
+    assert value(zeros, "d1", "Edema") == 1 and value(zeros, "d1", "Pleural Effusion") == 0
+    assert value(ones, "d1", "Pleural Effusion") == 1 and pd.isna(value(ignore, "d1", "Pleural Effusion"))
+    assert value(zeros, "d4", "Edema") == 0 and value(ignore, "d4", "Edema") == 0  # blank: not mentioned = 0
+    # both films of a study carry the study's labels
+    assert value(ones, "d2", "Pleural Effusion") == 1 and value(zeros, "d3", "Edema") == 0
+    assert value(_load(root, labeler="negbio"), "d4", "Edema") == 1
+    with pytest.raises(UnknownNameError, match="uncertain"):
+        _load(root, uncertain="maybe")
+    with pytest.raises(UnknownNameError, match="labeler"):
+        _load(root, labeler="chexbert")
+
+
+def test_a_film_whose_study_has_no_labels_is_skipped_with_a_problem_row(tmp_path):
+    t = _load(_write(tmp_path))
+    assert "d6" not in set(t.images.image_id) and "d6" not in set(t.labels.image_id)
+    row = t.problems[t.problems.image_id == "d6"]
+    expected = "study 59999999 has no row in mimic-cxr-2.0.0-chexpert.csv.gz; image skipped"
+    assert row.problem.tolist() == [expected]
+    with pytest.raises(DataError, match="59999999"):
+        _load(tmp_path, strict=True)
+
+
+def test_official_split_maps_validate_to_val_and_reports_what_it_cannot(tmp_path):
+    split_of = {"d1": "train", "d2": "train", "d3": "validate", "d4": "test", "d5": "holdout"}  # d6 absent
+    t = _load(_write(tmp_path, split_of=split_of))
+    split = t.images.set_index("image_id").split
+    assert split.to_dict() == {"d1": "train", "d2": "train", "d3": "val", "d4": "test", "d5": None}
+    expected = "split 'holdout' is not one of ['train', 'validate', 'test']; split set to missing"
+    assert expected in set(t.problems.problem)
+
+
+def test_patient_split_keeps_each_patient_in_one_split(tmp_path):
+    t = _load(_write(tmp_path), split="patient", fractions=(0.5, 0.25, 0.25), seed=3)
+    assert (t.images.groupby("patient_id").split.nunique() == 1).all()
+    assert set(t.images.split) <= {"train", "val", "test"}
+    with pytest.raises(UnknownNameError, match="split"):
+        _load(tmp_path, split="random")
+
+
+def test_sex_and_age_from_mimic_iv_with_their_sources(tmp_path):
+    t = _load(_write(tmp_path))
+    images = t.images.set_index("image_id")
+    assert images.loc[["d1", "d3", "d4"], "sex"].tolist() == ["F", "F", "M"]
+    assert images.loc[["d1", "d3", "d4"], "age"].tolist() == [52.0, 52.0, 76.0]  # anchor_age, per patient
+    assert set(images.loc[["d1", "d4"], "sex_source"]) == {"csv:patients.csv.gz"}
+    assert set(images.loc[["d1", "d4"], "age_source"]) == {"csv:patients.csv.gz"}
+    assert images.at["d4", "age_bin"] == "60-80"
+    # subject 19999999 is not in MIMIC-IV: sex and age stay missing, said once for the subject
+    assert images.at["d5", "sex"] is None and images.at["d5", "sex_source"] is None
+    assert np.isnan(images.at["d5", "age"]) and images.at["d5", "age_source"] is None
+    expected = "subject 19999999 (1 films) is not in patients.csv.gz; sex and age left missing"
+    assert expected in set(t.problems.problem)
+
+
+def test_age_at_each_study_is_derived_from_the_anchor_year(tmp_path):
+    t = _load(_write(tmp_path), age="study")
+    images = t.images.set_index("image_id")
+    # anchor_age 52 in 2180; the study of d3 is in 2185
+    assert images.loc[["d1", "d3", "d4"], "age"].tolist() == [52.0, 57.0, 76.0]
+    assert images.at["d3", "age_source"] == "derived:anchor_age+year(StudyDate)-anchor_year"
+
+
+def test_without_mimic_iv_sex_and_age_are_missing_and_said_once(tmp_path):
+    root = _write(tmp_path, films=FILMS[:5], patients=False)
+    t = load_dataset("mimic", root, strict=True)  # a missing companion file is not a bad row: no raise
+    assert t.images.sex.isna().all() and t.images.age.isna().all() and t.images.sex_source.isna().all()
+    note = t.problems[t.problems.problem.str.startswith("no MIMIC-IV patients.csv")]
+    assert len(note) == 1 and "pass mimic_iv=FOLDER" in note.problem.iloc[0]
+    assert t.source == "MIMIC-CXR-JPG 2.0.0"
+
+
+def test_a_patients_file_of_other_subjects_is_refused(tmp_path):
+    root = _write(tmp_path)
+    pd.DataFrame({"subject_id": [1], "gender": ["F"], "anchor_age": [40], "anchor_year": [2100]}) \
+        .to_csv(root / "mimic-iv" / "hosp" / "patients.csv.gz", index=False)
+    with pytest.raises(DataError, match="shares no subject_id"):
+        _load(root)
+
+
+def test_views_option_keeps_those_and_counts_the_rest(tmp_path):
+    t = _load(_write(tmp_path), views="PA,AP")
+    assert set(t.images.view) == {"PA", "AP"}
+    note = t.problems[t.problems.problem.str.startswith("views")].problem.tolist()
+    assert note == ["views ['PA', 'AP'] kept: 2 films of other views left out (LATERAL 1, blank 1)"]
+
+
+def test_missing_files_and_columns_name_the_file(tmp_path):
+    root = _write(tmp_path)
+    (root / "mimic-cxr-2.0.0-split.csv.gz").unlink()
+    with pytest.raises(DataError, match="mimic-cxr-2.0.0-split.csv"):
+        _load(root)
+    assert len(_load(root, split="patient").images) == 5
+    pd.DataFrame({"dicom_id": ["x"], "subject_id": [1]}).to_csv(root / META, index=False)
+    with pytest.raises(DataError, match="study_id"):
+        _load(root, split="patient")
