@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["data_cache", "demo_data_dir", "demo_model_path", "demo_store", "models_dir"]
+__all__ = ["absolute", "data_cache", "demo_data_dir", "demo_model_path", "demo_store", "models_dir"]
 
 
 def data_cache() -> Path:
@@ -31,3 +31,13 @@ def demo_data_dir() -> Path:
 
 def demo_model_path(name: str = "demo-densenet121") -> Path:
     return models_dir() / f"{name}.pt"
+
+
+def absolute(path: str | os.PathLike) -> Path:
+    """``path`` as an absolute, normalised path (``~`` expanded; symlinks kept as typed).
+
+    Everything a store records (a dataset's root, a model's weights) goes through this at the
+    command-line and pipeline boundary, so the store means the same files from any working
+    directory. A relative path is taken relative to the current working directory.
+    """
+    return Path(os.path.abspath(Path(path).expanduser()))
