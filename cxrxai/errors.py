@@ -18,6 +18,7 @@ __all__ = [
     "StoreError",
     "UnknownNameError",
     "allowed",
+    "shown",
 ]
 
 
@@ -58,7 +59,7 @@ class UnknownNameError(CxrxaiError, KeyError, ValueError):
 
     def __init__(self, kind: str, name: object, choices: Iterable[object]):
         self.kind, self.name, self.choices = kind, name, list(choices)
-        super().__init__(f"unknown {kind} {name!r}; allowed: {allowed(self.choices)}")
+        super().__init__(f"unknown {kind} {shown(name)}; allowed: {allowed(self.choices)}")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])
@@ -66,4 +67,12 @@ class UnknownNameError(CxrxaiError, KeyError, ValueError):
 
 def allowed(choices: Iterable[object]) -> str:
     """Format a closed set of choices for an error message."""
-    return ", ".join(repr(c) for c in choices)
+    return ", ".join(shown(c) for c in choices)
+
+
+def shown(value: object) -> str:
+    """``repr`` of ``value`` as a user typed it: a numpy scalar prints as its plain number
+    (numpy 2's repr would print ``np.float64(1.7)`` in a message)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()
+    return repr(value)

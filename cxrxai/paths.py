@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "app_dir", "checkout", "data_cache", "demo_data_dir", "demo_model_path", "demo_store",
+__all__ = ["HOME_ENV", "absolute", "app_dir", "checkout", "data_cache", "demo_data_dir", "demo_model_path", "demo_store",
            "home", "models_dir", "shipped_models_dir"]
 
 HOME_ENV = "CXRXAI_HOME"
@@ -90,3 +90,13 @@ def demo_model_path(name: str = "demo-densenet121") -> Path:
                 shutil.copyfile(src, tmp)
                 os.replace(tmp, target / src.name)  # atomic: another process never sees half a file
     return target / f"{name}.pt"
+
+
+def absolute(path: str | os.PathLike) -> Path:
+    """``path`` as an absolute, normalised path (``~`` expanded; symlinks kept as typed).
+
+    Everything a store records (a dataset's root, a model's weights) goes through this at the
+    command-line and pipeline boundary, so the store means the same files from any working
+    directory. A relative path is taken relative to the current working directory.
+    """
+    return Path(os.path.abspath(Path(path).expanduser()))

@@ -14,7 +14,7 @@ from cxrxai.labels import DEMO_LABELS
 
 #: The commands the README documents.
 DOCUMENTED = ["app", "audit-data", "bench", "demo", "explain", "export", "import-predictions", "info", "phantom",
-              "precompute", "report", "score", "train", "train-shortcut"]
+              "precompute", "report", "reroot", "score", "train", "train-shortcut"]
 
 
 def test_the_documented_commands_are_the_registered_ones():

@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from .. import paths
 from ..errors import CxrxaiError
@@ -90,9 +89,25 @@ def _add_phantom(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=int, default=None, help="phantom image side in pixels (default 224)")
 
 
-def _load_model(name: str | None, store=None):
-    """A model by weights file or name; with a store, its model (``name`` = a model id of it, or
-    its only model with predictions), reloaded the way the store says it was built."""
+def _add_model_spec(p: argparse.ArgumentParser, *, required: bool, default: str = "") -> None:
+    """``--model SPEC`` (one syntax for every command: :mod:`cxrxai.models.from_text`) and the
+    options of an ARCH:CHECKPOINT model."""
+    from ..models.from_text import MODEL_SPEC_HELP
+
+    p.add_argument("--model", required=required, default=None, help=MODEL_SPEC_HELP + default)
+    p.add_argument("--input-size", type=int, default=None,
+                   help="input side in pixels of an ARCH:CHECKPOINT model (default 224, 299 for "
+                        "inception_v3; the thesis's DenseNet-121 used 256)")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="ARCH:CHECKPOINT is a whole pickled model: loading it runs code from the file "
+                        "(only files you trust)")
+
+
+def _load_model(name: str | None, store=None, *, input_size: int | None = None, trust_pickle: bool = False):
+    """A model by ``--model`` SPEC (:mod:`cxrxai.models.from_text`); with a store, its model
+    (``name`` = a model id of it, or its only model with predictions), reloaded the way the store
+    says it was built."""
+    from ..models.from_text import load_model_text
     from ..models.registry import load
     from ..models.stored import load_stored
 
@@ -101,8 +116,7 @@ def _load_model(name: str | None, store=None):
         return load_stored(store.model_spec(row.name), row["weights_path"])
     if name is None:
         return load(paths.demo_model_path())
-    path = Path(name)
-    return load(path if path.suffix == ".pt" or path.exists() else paths.models_dir() / f"{name}.pt")
+    return load_model_text(name, input_size=input_size, trust_pickle=trust_pickle)[0]
 
 
 def _only_model(store) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from .. import paths
 from ..errors import CxrxaiError
-from . import Bars, _only_model, _param, command
+from . import Bars, _add_model_spec, _only_model, _param, command
 
 # --------------------------------------------------------------------------- real data
 
@@ -35,36 +36,12 @@ def _tables(args):
     return load_dataset(args.dataset, args.root, strict=args.strict, **dict(args.data_option))
 
 
-def _model_spec_arg(text: str, *, input_size: int | None = None, name: str | None = None, trust_pickle: bool = False):
-    """SPEC: a weights file of ours (.pt + .json), xrv:WEIGHTS[@CACHE_DIR], or ARCH:CHECKPOINT[:LABELS_JSON].
-    Returns the model and the weights file the store records (so the app can reload it)."""
-    from ..models.external import load_checkpoint, load_xrv, read_label_list
-    from ..models.registry import ARCHITECTURES, load
-
-    if text.startswith("xrv:"):
-        weights, _, cache = text[4:].partition("@")
-        model = load_xrv(weights, cache_dir=cache or paths.data_cache() / "xrv")
-        return model, model.spec.card.get("weights_path")
-    arch, sep, rest = text.partition(":")
-    if sep and arch in ARCHITECTURES:
-        ckpt, _, labels = rest.partition(":")
-        names = read_label_list(labels) if labels else None
-        return load_checkpoint(ckpt, arch=arch, labels=names, input_size=input_size, name=name,
-                               trust_pickle=trust_pickle), ckpt
-    return load(text), text
-
-
 def _add_precompute(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
-    p.add_argument("--model", required=True,
-                   help="weights.pt (with its .json), ARCH:CHECKPOINT[:LABELS.json] (densenet121, resnet50, resnet152, "
-                        "inception_v3), or xrv:WEIGHT_NAME[@CACHE_DIR]")
-    p.add_argument("--input-size", type=int, default=None,
-                   help="input side in pixels of an ARCH:CHECKPOINT model (default 224, 299 for inception_v3; the "
-                        "thesis's DenseNet-121 used 256)")
-    p.add_argument("--model-name", default=None, help="model id in the store (default: the checkpoint's file name)")
-    p.add_argument("--trust-pickle", action="store_true",
-                   help="ARCH:CHECKPOINT is a whole pickled model: loading it runs code from the file (only files you trust)")
+    _add_model_spec(p, required=True)
+    p.add_argument("--model-name", default=None,
+                   help="model id in the store (default: the checkpoint's file name less .pth.tar, .pt, "
+                        ".ckpt…)")
     from ..explain import method_names
 
     p.add_argument("--explainers", default="gradcam,gradcam++",
@@ -88,10 +65,11 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
 
 @command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
 def _precompute(args) -> int:
+    from ..models.from_text import load_model_text
     from ..pipeline import build_dataset, dataset_stages
 
     tables = _tables(args)
-    model, weights = _model_spec_arg(args.model, input_size=args.input_size, name=args.model_name,
+    model, weights = load_model_text(args.model, input_size=args.input_size, name=args.model_name,
                                      trust_pickle=args.trust_pickle)
     split = None if args.split == "all" else args.split
     bars = Bars()
@@ -147,18 +125,60 @@ def _import(args) -> int:
     preds = read_csv(args.predictions)
     id_column = args.id_column or preds.columns[0]
     thresholds = None
+    _say_delimiter(args.predictions, preds)
     if args.thresholds:
         t = read_csv(args.thresholds)
+        _say_delimiter(args.thresholds, t)
         col = next((c for c in ("threshold", "bestthr") if c in t), None)
         if "label" not in t or col is None:
             raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns; found {list(t.columns)}")
         values = unit_interval(t, [col], str(args.thresholds))[:, 0]
         thresholds = dict(zip(t["label"].astype(str), values))
     report = import_predictions(args.store, tables, preds, model_name=args.name, id_column=id_column,
-                                thresholds=thresholds, fresh=args.fresh, source=str(args.predictions),
-                                thresholds_source=str(args.thresholds))
+                                thresholds=thresholds, fresh=args.fresh,
+                                source=str(paths.absolute(args.predictions)),
+                                thresholds_source=str(args.thresholds and paths.absolute(args.thresholds)))
     print(json.dumps(report, indent=1, default=str))
     return 0
+
+
+# --------------------------------------------------------------------------- reroot
+
+def _add_reroot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, required=True, help="store to change (nothing is recomputed)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--dataset", help="dataset whose images moved (`python -m cxrxai info --store S` "
+                                         "lists them)")
+    what.add_argument("--model", help="model id whose weights file moved")
+    p.add_argument("--root", type=Path, help="with --dataset: the folder its images are in now")
+    p.add_argument("--weights", type=Path, help="with --model: the weights file where it is now")
+    p.add_argument("--force", action="store_true",
+                   help="with --dataset: re-root even when none of its first images is under --root")
+
+
+@command("reroot", "point a store at a dataset folder (or weights file) that moved; relative paths are "
+                   "taken from the current folder and stored absolute", _add_reroot)
+def _reroot(args) -> int:
+    from ..store import reroot_dataset, reroot_model, write_store
+
+    if args.dataset is not None and args.root is None or args.model is not None and args.weights is None:
+        raise CxrxaiError("--dataset needs --root NEWDIR, and --model needs --weights NEWFILE")
+    if not args.store.is_file():
+        raise CxrxaiError(f"no store at {args.store}")
+    with write_store(args.store) as writer:
+        if args.dataset is not None:
+            report = reroot_dataset(writer, args.dataset, args.root, force=args.force)
+        else:
+            report = reroot_model(writer, args.model, args.weights)
+    print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+def _say_delimiter(path: Path, frame) -> None:
+    sep = frame.attrs.get("delimiter", ",")
+    if sep != ",":
+        print(f"note: {path}: columns separated by {sep!r}, not commas; read with {sep!r} as the delimiter",
+              file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- info / export

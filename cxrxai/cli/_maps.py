@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import CxrxaiError
-from . import _load_model, _param, command
+from . import _add_model_spec, _load_model, _param, command
 
 # --------------------------------------------------------------------------- explain / bench
 
@@ -25,7 +25,7 @@ def _add_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="explainer parameter, repeatable (e.g. --param patch=32 --param stride=16)")
     p.add_argument("--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)")
-    p.add_argument("--model", default=None, help="weights file or model name (default: the store's model)")
+    _add_model_spec(p, required=False, default="; or a model id of --store (default: the store's model)")
     p.add_argument("--out", type=Path, required=True, help=".npy file for the raw map (native resolution)")
 
 
@@ -41,13 +41,15 @@ def _explain(args) -> int:
 
     params = dict(args.param)
     if Path(args.image).is_file():
-        pixels, model = read_image(args.image), _load_model(args.model)
+        pixels = read_image(args.image)
+        model = _load_model(args.model, input_size=args.input_size, trust_pickle=args.trust_pickle)
     else:
         with open_store(args.store or paths.demo_store()) as store:
             row = store.image(args.image)
             dataset = store.datasets().set_index("dataset").loc[row["dataset"]].to_dict()
             dataset["dataset"] = row["dataset"]
-            pixels, model = case_image(row, dataset), _load_model(args.model, store)
+            pixels = case_image(row, dataset)
+            model = _load_model(args.model, store, input_size=args.input_size, trust_pickle=args.trust_pickle)
     x = preprocess(pixels, model.spec).to(model.device)
     t = time.perf_counter()
     m = explain(model, x, model.spec.label_index(args.label), args.method, **params)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..errors import ExplainerError, UnknownNameError
+from ..errors import ExplainerError, UnknownNameError, shown
 from ..models.registry import LoadedModel
 from ..models.spec import OUTPUTS, ModelSpec
 
@@ -77,7 +77,7 @@ def check_image(image) -> torch.Tensor:
 def check_target(target: int, n_outputs: int, spec: ModelSpec | None) -> int:
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= int(target) < n_outputs:
         names = f" ({', '.join(f'{i}={lab}' for i, lab in enumerate(spec.labels))})" if spec else ""
-        raise ExplainerError(f"target {target!r} is out of range; allowed: 0..{n_outputs - 1}{names}")
+        raise ExplainerError(f"target {shown(target)} is out of range; allowed: 0..{n_outputs - 1}{names}")
     return int(target)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ExplainerError, UnknownNameError
+from ..errors import ExplainerError, UnknownNameError, shown
 from . import _incremental
 from ._common import score_fn
 
@@ -102,7 +102,7 @@ def _check(image: torch.Tensor, patch: int, stride: int, precision: str) -> tupl
     h, w = image.shape[-2:]
     for name, v in (("patch", patch), ("stride", stride)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ExplainerError(f"{name} must be a positive integer, got {v!r}")
+            raise ExplainerError(f"{name} must be a positive integer, got {shown(v)}")
     if patch > min(h, w):
         raise ExplainerError(f"a {patch}-px window does not fit the {h}×{w} image; allowed patch 1..{min(h, w)}")
     if stride > patch:

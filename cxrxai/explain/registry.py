@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ExplainerError, UnknownNameError
+from ..errors import ExplainerError, UnknownNameError, shown
 
 __all__ = ["COSTS", "KINDS", "METHODS", "Method", "Param", "get", "method_names", "register", "unregister"]
 
@@ -61,7 +61,7 @@ class Param:
         """``value`` if allowed (ints accepted where floats are), else an :class:`ExplainerError`."""
         if value is None or self.type is object and not isinstance(value, str):
             return value
-        where = f"{method}: {self.name}={value!r}"
+        where = f"{method}: {self.name}={shown(value)}"
         if self.type in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))
                                           or self.type is int and float(value) != int(value)):
             raise ExplainerError(f"{where} must be {'an integer' if self.type is int else 'a number'}")

@@ -31,8 +31,13 @@ from torch import nn
 
 from ..errors import ModelError, UnknownNameError
 
-__all__ = ["CHEXNET_HEAD", "FIRST_CONV", "HEAD", "LAYOUTS", "detect_layout", "first_conv_channels",
-           "misfit_message", "normalise_state_dict", "one_channel", "strip_final_sigmoid", "unwrap"]
+__all__ = ["CHECKPOINT_SUFFIXES", "CHEXNET_HEAD", "FIRST_CONV", "HEAD", "LAYOUTS", "detect_layout",
+           "first_conv_channels", "misfit_message", "model_id_from_file", "normalise_state_dict",
+           "one_channel", "strip_final_sigmoid", "unwrap"]
+
+#: Suffixes a checkpoint's file name carries, alone or chained (``chexnet.pth.tar``); none is part
+#: of the model's name.
+CHECKPOINT_SUFFIXES = (".pth", ".pt", ".tar", ".ckpt", ".bin", ".safetensors")
 
 #: Layout tag → what it recognises (the misfit message lists these).
 LAYOUTS = {
@@ -55,6 +60,18 @@ _PREFIX_TAGS = {"module.": "dataparallel", "densenet121.": "chexnet", "model.": 
                 "backbone.": "lightning"}
 _OLD_DENSENET = re.compile(
     r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var|num_batches_tracked))$")
+
+
+def model_id_from_file(path) -> str:
+    """The default model id of a checkpoint file: its name less every checkpoint suffix at its end.
+
+    >>> [model_id_from_file(n) for n in ("models/chexnet.pth.tar", "m.ckpt", "v1.2.pt")]
+    ['chexnet', 'm', 'v1.2']
+    """
+    name = str(path).replace("\\", "/").rsplit("/", 1)[-1]
+    while any(name.lower().endswith(s) and len(name) > len(s) for s in CHECKPOINT_SUFFIXES):
+        name = name[: name.rfind(".")]
+    return name
 
 
 def unwrap(obj) -> dict[str, torch.Tensor]:

@@ -33,6 +33,7 @@ from .checkpoints import (
     HEAD,
     first_conv_channels,
     misfit_message,
+    model_id_from_file,
     normalise_state_dict,
     one_channel,
     strip_final_sigmoid,
@@ -113,8 +114,9 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
     else:
         module, explained, card = _from_state_dict(path, unwrap(obj), arch, len(labels))
     mean, std = _normalisation(path, mean, std, _input_channels(module))
-    spec = ModelSpec(name=name or path.stem, arch=arch, labels=labels, input_size=size, mean=mean, std=std,
-                     explained_output=explained, cam_layer=_cam_layer(module, ARCHITECTURES[arch][1]),
+    spec = ModelSpec(name=name or model_id_from_file(path), arch=arch, labels=labels, input_size=size,
+                     mean=mean, std=std, explained_output=explained,
+                     cam_layer=_cam_layer(module, ARCHITECTURES[arch][1]),
                      card={"weights_path": str(path), "source": "user checkpoint", **card,
                            "trust_pickle": trust_pickle})
     dev = torch.device(device) if device else best_device()

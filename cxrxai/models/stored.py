@@ -22,7 +22,7 @@ def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None
     """The model of ``spec`` with the weights at ``weights_path`` (see the module docstring).
 
     Raises :class:`ModelError` when no weights path is known (imported predictions have no model)
-    or the file is gone.
+    or the file is gone (the message says how to re-root the store at the file's new place).
     """
     from .external import load_checkpoint, load_xrv
 
@@ -32,6 +32,11 @@ def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None
         raise ModelError(f"the store does not say where {spec.name!r}'s weights are; rebuild it with --model")
     path = Path(weights_path)
     source = spec.card.get("source")
+    expected = path if source == "user checkpoint" else path.with_suffix(".pt")
+    if source != "torchxrayvision" and not expected.is_file():
+        raise ModelError(f"the weights file of {spec.name!r}, {path}, does not exist (moved or renamed?); "
+                         "if it is now NEWFILE, re-root the store: "
+                         f"`python -m cxrxai reroot --store STORE --model {spec.name} --weights NEWFILE`")
     if source == "torchxrayvision":
         return load_xrv(spec.card["weights"], cache_dir=path.parent, device=device)
     if source == "user checkpoint":

@@ -12,6 +12,7 @@ from ..data.decode import decode_images
 from ..errors import DataError, UnknownNameError
 from ..explain import get
 from ..models.registry import LoadedModel
+from ..paths import absolute
 from ..store import write_store
 from .maps import MapPlan, cam_stage, maps_stage, planned, sweep_stage
 from .predict import predictions_stage, thresholds_stage
@@ -113,7 +114,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
         if len(annotations):
             writer.put_annotations(annotations)
         report["new_problems"] = writer.put_problems(problems)
-        writer.put_model(model.spec, weights_path=model_path)
+        writer.put_model(model.spec, weights_path=model_path and str(absolute(model_path)))
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
                            options={"image_ids": decoded.image_ids, "split": split, "engine": engine})

@@ -18,6 +18,7 @@ from ..data.second_reader import synthetic_reader
 from ..errors import UnknownNameError
 from ..labels import DEMO_LABELS
 from ..models.registry import load
+from ..paths import absolute
 from ..store import CAM_ONLY_META, write_store
 from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
 from .predict import predictions_stage, thresholds_stage
@@ -215,7 +216,7 @@ def _put_demo_dataset(writer, data, config: PhantomConfig, data_dir: str | Path)
     the synthetic second reader; published at once, so pages have cases while the rest builds."""
     images, labels = _demo_tables(data)
     writer.put_dataset(DEMO_DATASET, source="cxrxai phantom", labels=list(DEMO_LABELS),
-                       root=str(data_dir), config=json.loads(config.to_json()),
+                       root=str(absolute(data_dir)), config=json.loads(config.to_json()),
                        description="Deterministic phantom chest radiographs with exact lesion masks")
     writer.put_images(images)
     writer.put_labels(labels)
@@ -309,10 +310,10 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     with write_store(store_path, fresh=fresh) as writer:
         if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
             _put_demo_dataset(writer, data, config, data_dir)
-        writer.put_model(model.spec, weights_path=str(model_path))
+        writer.put_model(model.spec, weights_path=str(absolute(model_path)))
         others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
         for path, other in zip(extra_models, others):
-            writer.put_model(other.spec, weights_path=str(path))
+            writer.put_model(other.spec, weights_path=str(absolute(path)))
         if others:  # the quick phase registers none: it leaves the evidence build's record alone
             writer.set_meta(CAM_ONLY_META, json.dumps({o.spec.name: model.spec.name for o in others
                                                        if o.spec.arch == model.spec.arch}))

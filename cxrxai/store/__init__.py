@@ -9,9 +9,10 @@ Usage::
 """
 
 from ._queries import StoredMap
+from ._roots import reroot_dataset, reroot_model
 from ._schema import CAM_ONLY_META, SCHEMA_VERSION
 from ._settings import main_rows, main_settings, setting_names
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
 __all__ = ["CAM_ONLY_META", "SCHEMA_VERSION", "Store", "StoreWriter", "StoredMap", "main_rows", "main_settings", "open_store", "params_key",
-           "setting_names", "write_store"]
+           "reroot_dataset", "reroot_model", "setting_names", "write_store"]

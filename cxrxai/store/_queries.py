@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
 from ._audit import AuditQueries
+from ._roots import with_resolved_paths
 from ._schema import METRIC_TABLES, TABLES
 from ._settings import main_settings
 
@@ -124,7 +125,10 @@ class Queries(AuditQueries):
 
     # ------------------------------------------------------------------ cases
     def datasets(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM datasets ORDER BY dataset") if self.has_table("datasets") else pd.DataFrame()
+        """Rows of ``datasets``; ``root`` absolute (see :func:`~cxrxai.store._roots.with_resolved_paths`)."""
+        if not self.has_table("datasets"):
+            return pd.DataFrame()
+        return with_resolved_paths(self._df("SELECT * FROM datasets ORDER BY dataset"), "root", self.path)
 
     def images(self, *, dataset: str | None = None, split: str | None = None,
                image_ids: Iterable[str] | None = None, columns: Iterable[str] | None = None) -> pd.DataFrame:
@@ -185,7 +189,11 @@ class Queries(AuditQueries):
 
     # ------------------------------------------------------------------ models
     def models(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM models ORDER BY model_id") if self.has_table("models") else pd.DataFrame()
+        """Rows of ``models``; ``weights_path`` absolute (as :meth:`datasets`' ``root``)."""
+        if not self.has_table("models"):
+            return pd.DataFrame()
+        found = self._df("SELECT * FROM models ORDER BY model_id")
+        return with_resolved_paths(found, "weights_path", self.path)
 
     def model_spec(self, model_id: str) -> ModelSpec:
         rows = self._rows("SELECT spec FROM models WHERE model_id = ?", [model_id])

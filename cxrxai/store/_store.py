@@ -16,7 +16,6 @@ Concurrency contract (DuckDB allows one writer process and then refuses other op
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from ..errors import SchemaVersionError, StoreError
 from ..models.spec import ModelSpec
 from ._queries import Queries
 from ._schema import METRIC_TABLES, MIGRATIONS, SCHEMA_VERSION
+from ._staging import clear_leftovers, copy_to_staging, release_lock, take_lock
 
 __all__ = ["Store", "StoreWriter", "open_store", "write_store"]
 
@@ -362,24 +362,17 @@ def write_store(path: str | Path, *, fresh: bool = False) -> Iterator[StoreWrite
     """Open ``path`` for writing through a staging copy; publish on success.
 
     ``fresh=True`` starts from an empty store (the published one stays until the first publish).
-    Raises :class:`StoreError` if another process is writing the same store.
+    Raises :class:`StoreError` if another process is writing the same store, or the store's
+    folder cannot hold the writer's files (``_staging``).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = open(path.with_name(path.name + ".lock"), "a+")
-    try:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        raise StoreError(f"another process is writing {path}; wait for it to finish (or stop it)") from None
+    lock = take_lock(path)  # StoreError: another writer, or a folder that cannot hold the staging files
     staging = path.with_name(path.name + ".staging")
-    # Leftovers of a writer that was killed: never published, safe to drop under the lock.
-    for stale in (staging, staging.with_name(staging.name + ".wal"), *path.parent.glob(path.name + ".publish-*")):
-        stale.unlink(missing_ok=True)
+    clear_leftovers(path, staging)
     writer = None
     try:
         if path.exists() and not fresh:
-            shutil.copyfile(path, staging)
+            copy_to_staging(path, staging)
         writer = StoreWriter(path, staging)
         yield writer
         writer.publish()
@@ -388,8 +381,7 @@ def write_store(path: str | Path, *, fresh: bool = False) -> Iterator[StoreWrite
             writer.close()
         for leftover in (staging, staging.with_name(staging.name + ".wal")):
             leftover.unlink(missing_ok=True)
-        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-        lock.close()
+        release_lock(lock)
 
 
 def _fsync_dir(directory: Path) -> None:

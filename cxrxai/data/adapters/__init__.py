@@ -7,13 +7,20 @@ Why there and not in the precompute: every consumer (precompute, import-predicti
 goes through ``load_dataset``, and the store keeps every image of the dataset, whose subgroup
 reports read whatever images have predictions — not only the split a precompute decodes. The
 cost is one header read per image still missing a value (``stop_before_pixels``, three tags).
+
+``load_dataset`` is also where paths enter: the root and every option an adapter annotates as a
+path (``data_entry=``, ``chexlocalize=``, ``csv=``…) are made absolute (relative to the current
+directory), so a store records files that exist from any working directory. An option the
+adapter does not take is a :class:`~cxrxai.errors.DataError` listing the ones it does.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
-from ...errors import UnknownNameError
+from ... import paths
+from ...errors import DataError, UnknownNameError
 from . import chexpert, folder, mimic, nih, padchest, rsna, siim, vindr
 from ._base import DatasetTables
 from ._dicom_tags import fill_from_dicom
@@ -26,7 +33,7 @@ from .rsna import load_rsna
 from .siim import decode_siim_rle, load_siim
 from .vindr import load_vindr
 
-__all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "decode_siim_rle", "load_dataset"]
+__all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "adapter_options", "decode_siim_rle", "load_dataset"]
 
 ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
             "mimic": load_mimic, "padchest": load_padchest, "folder": load_folder}
@@ -36,12 +43,32 @@ DEMOGRAPHICS_HINTS = {name: module.DEMOGRAPHICS_HINT for name, module in
                        "mimic": mimic, "padchest": padchest, "folder": folder}.items()}
 
 
-def load_dataset(kind: str, root: str | Path, *, dicom_headers: bool = True, **options) -> DatasetTables:
-    """The adapter ``kind``'s tables of ``root`` (``options``: the adapter's), with missing
-    demographics read from DICOM headers unless ``dicom_headers`` is false."""
+def adapter_options(kind: str) -> dict[str, inspect.Parameter]:
+    """The options (keyword parameters after ``root``) the adapter ``kind`` takes, read from its
+    signature, and ``dicom_headers`` (every kind's)."""
     if kind not in ADAPTERS:
         raise UnknownNameError("dataset", kind, ADAPTERS)
-    tables = ADAPTERS[kind](root, **options)
+    params = list(inspect.signature(ADAPTERS[kind]).parameters.values())[1:]
+    params.append(inspect.signature(load_dataset).parameters["dicom_headers"])
+    return {p.name: p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def load_dataset(kind: str, root: str | Path, *, dicom_headers: bool = True, **options) -> DatasetTables:
+    """The adapter ``kind`` run on ``root`` with ``options``, then missing demographics read from
+    DICOM headers unless ``dicom_headers`` is false (see the module docstring)."""
+    known = adapter_options(kind)
+    unknown = sorted(set(options) - set(known))
+    missing = [n for n, p in known.items() if p.default is p.empty and n not in options]
+    if unknown or missing:
+        listing = ", ".join(f"{n} (default {p.default!r})" if p.default is not p.empty else f"{n} (required)"
+                            for n, p in known.items() if n != "strict")
+        what = (f"has no option {', '.join(map(repr, unknown))}" if unknown
+                else f"needs the option {', '.join(map(repr, missing))}")
+        raise DataError(f"the {kind} adapter {what}; its options: {listing}")
+    for name, value in options.items():
+        if value is not None and "Path" in str(known[name].annotation):
+            options[name] = paths.absolute(value)
+    tables = ADAPTERS[kind](paths.absolute(root), **options)
     if str(dicom_headers).lower() in ("false", "0", "no"):
         return tables
     return fill_from_dicom(tables, hint=DEMOGRAPHICS_HINTS[kind], strict=bool(options.get("strict", False)))

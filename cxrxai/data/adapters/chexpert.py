@@ -99,20 +99,21 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
     if uncertain not in UNCERTAIN_POLICIES:
         raise UnknownNameError("uncertain-label policy", uncertain, UNCERTAIN_POLICIES)
     problems = Problems(strict)
-    df = _read_lists(root, files)
+    df = _read_lists(root, files, problems)
     labels = [c for c in CHEXPERT_LABELS if c in df.columns]
     if not labels:
         raise DataError(f"{root}: no CheXpert label columns; expected some of {CHEXPERT_LABELS}")
     ids = df["Path"].map(chexlocalize_id)
     rel = _relative(root, df["Path"])
     for i in np.flatnonzero(escaping(rel)):
-        problems.add(df["_file"].iloc[i], int(i) + 2, ids.iloc[i], f"path {df['Path'].iloc[i]!r} escapes the dataset root")
+        problems.add(df["_file"].iloc[i], int(df["_row"].iloc[i]), ids.iloc[i],
+                     f"path {df['Path'].iloc[i]!r} escapes the dataset root")
     view = df.get("AP/PA", pd.Series(index=df.index, dtype=object)).where(
         df.get("Frontal/Lateral", pd.Series("Frontal", index=df.index)) == "Frontal", "LATERAL")
     images = pd.DataFrame({
         "image_id": ids, "path": rel, "patient_id": ids.str.split("_").str[0],
         "sex": clean_sex(df["Sex"]) if "Sex" in df else None,
-        "age": clean_age(df["Age"], root / files[0], problems, ids) if "Age" in df else np.nan,
+        "age": _ages(df, problems, ids) if "Age" in df else np.nan,
         "view": view, "split": df["_split"], "width": np.nan, "height": np.nan,
     })
     files = "csv:" + df["_file"].map(lambda f: Path(f).name)  # one CSV of ``files`` per row
@@ -134,17 +135,26 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
     )
 
 
-def _read_lists(root: Path, files) -> pd.DataFrame:
-    """The CSVs of ``files`` that exist, concatenated, each row with its split and source file."""
+def _ages(df: pd.DataFrame, problems: Problems, ids: pd.Series) -> pd.Series:
+    """``Age`` cleaned file by file, so a problem row names the file and row the age came from."""
+    parts = [clean_age(rows["Age"].set_axis(rows["_row"] - 2), file, problems, ids[rows.index])
+             .set_axis(rows.index) for file, rows in df.groupby("_file", sort=False)]
+    return pd.concat(parts).reindex(df.index)
+
+
+def _read_lists(root: Path, files, problems: Problems) -> pd.DataFrame:
+    """The CSVs of ``files`` that exist, concatenated, each row with its split, source file and
+    row (``_row``, as a spreadsheet counts it)."""
     frames = []
     for name in files:
         path = root / name if not Path(name).is_absolute() else Path(name)
         if not path.is_file():
             continue
-        df = read_csv(path)
+        df = read_csv(path, problems=problems)
         require(df, ["Path"], path)
         df["_split"] = _SPLIT_OF_FILE.get(path.name, "train")
         df["_file"] = str(path)
+        df["_row"] = np.arange(len(df)) + 2
         frames.append(df)
     if not frames:
         raise DataError(f"none of {list(files)} found in {root}")

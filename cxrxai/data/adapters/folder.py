@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import DataError
+from ...errors import DataError, shown
 from ._base import (
     DatasetTables,
     Problems,
@@ -39,9 +39,9 @@ DEMOGRAPHICS_HINT = ("sex (M/F), age (years) and view columns in the CSV of --da
 def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | None = None, boxes_csv: str | Path | None = None,
                 name: str = "folder", seed: int = 0, strict: bool = False) -> DatasetTables:
     root = Path(root)
-    df = read_csv(csv)
-    require(df, ["path"], csv)
     problems = Problems(strict)
+    df = read_csv(csv, problems=problems)
+    require(df, ["path"], csv)
     ids = df["image_id"].astype(str) if "image_id" in df else df["path"].astype(str)
     for i in np.flatnonzero(escaping(df["path"])):
         problems.add(csv, int(i) + 2, ids.iloc[i], f"path {df['path'].iloc[i]!r} escapes the dataset root {root}")
@@ -56,7 +56,8 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         values = df[names].apply(pd.to_numeric, errors="coerce")
         bad = ~values.isin([0, 1]) & values.notna()
         for i, j in zip(*np.nonzero(bad.to_numpy())):
-            problems.add(csv, int(i) + 2, ids.iloc[i], f"label {names[j]} = {df[names[j]].iloc[i]!r}; allowed 0, 1 or blank")
+            problems.add(csv, int(i) + 2, ids.iloc[i],
+                         f"label {names[j]} = {shown(df[names[j]].iloc[i])}; allowed 0, 1 or blank")
         matrix = values.where(~bad).to_numpy(float)
     patients = df["patient_id"].astype(str) if "patient_id" in df else ids
     images = pd.DataFrame({
@@ -80,7 +81,7 @@ def _boxes(boxes_csv, ids: pd.Series, problems: Problems) -> pd.DataFrame:
     """The boxes CSV (``image_id`` or ``path``, label, x, y, w, h) as annotations; a box of an
     unknown image or with no area is a problem row. Edges are checked against each decoded image
     by the precompute (clipped or dropped there)."""
-    b = read_csv(boxes_csv)
+    b = read_csv(boxes_csv, problems=problems)
     key = "image_id" if "image_id" in b else "path"
     require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
     unknown = ~b[key].astype(str).isin(set(ids))

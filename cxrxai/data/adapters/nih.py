@@ -78,7 +78,7 @@ def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Pat
     if entry_path is None:
         raise DataError(f"no Data_Entry_2017*.csv in {root}; pass data_entry= or put it there")
     problems = Problems(strict)
-    df = _normalize_headers(read_csv(entry_path))
+    df = _normalize_headers(read_csv(entry_path, problems=problems))
     require(df, _COLS, entry_path)
     ids = df["Image Index"].astype(str)
     paths = _image_paths(root)
@@ -119,7 +119,7 @@ def _boxes(root: Path, bbox_list, images: pd.DataFrame, problems: Problems) -> p
     path = Path(bbox_list) if bbox_list else _find(root, ["BBox_List_2017.csv", "BBox_List_2017.csv.gz"])
     if path is None:
         return pd.DataFrame(columns=["image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h"])
-    bb = read_csv(path)
+    bb = read_csv(path, problems=problems)
     require(bb, ["Image Index", "Finding Label", "Bbox [x", "y", "w", "h]"], path)
     size = images.set_index("image_id")[["width", "height"]]
     rows = []

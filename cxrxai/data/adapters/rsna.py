@@ -41,9 +41,9 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
               strict: bool = False) -> DatasetTables:
     root = Path(root)
     path = Path(labels_csv) if labels_csv else root / "stage_2_train_labels.csv"
-    df = read_csv(path)
-    require(df, ["patientId", "x", "y", "width", "height", "Target"], path)
     problems = Problems(strict)
+    df = read_csv(path, problems=problems)
+    require(df, ["patientId", "x", "y", "width", "height", "Target"], path)
     ids = df["patientId"].astype(str).drop_duplicates().reset_index(drop=True)
     images = pd.DataFrame({"image_id": ids, "path": [f"stage_2_train_images/{i}.dcm" for i in ids], "patient_id": ids,
                            "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
@@ -65,7 +65,7 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
     keep = pd.Series(True, index=images.index)
     info = root / "stage_2_detailed_class_info.csv"
     if exclude_not_normal and info.is_file():
-        cls = read_csv(info).drop_duplicates("patientId").set_index("patientId")["class"]
+        cls = read_csv(info, problems=problems).drop_duplicates("patientId").set_index("patientId")["class"]
         keep &= images.image_id.map(cls).ne("No Lung Opacity / Not Normal")
     images["split"] = patient_split(images["patient_id"], dict(zip(("train", "val", "test"), fractions)), seed)
     keep &= ~images.image_id.isin(problems.skipped())
@@ -79,7 +79,7 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
 def _read_headers_csv(images: pd.DataFrame, headers_csv, problems: Problems) -> None:
     """Sex, age (and view) from a CSV of DICOM headers (``patientId``/``PatientID``, ``PatientSex``,
     ``PatientAge``[, ``ViewPosition``]); a bad value is a problem naming that CSV's row."""
-    h = read_csv(headers_csv)
+    h = read_csv(headers_csv, problems=problems)
     key = "patientId" if "patientId" in h else "PatientID"
     require(h, [key, "PatientSex", "PatientAge"], headers_csv)
     h = h.assign(_key=h[key].astype(str), _row=h.index).drop_duplicates("_key").set_index("_key")

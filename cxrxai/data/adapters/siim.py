@@ -64,10 +64,10 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
               fractions=(0.8, 0.1, 0.1), seed: int = 0, strict: bool = False) -> DatasetTables:
     root = Path(root)
     path = Path(rle_csv) if rle_csv else root / "train-rle.csv"
-    df = read_csv(path)
+    problems = Problems(strict)
+    df = read_csv(path, problems=problems)
     df.columns = [c.strip() for c in df.columns]
     require(df, ["ImageId", "EncodedPixels"], path)
-    problems = Problems(strict)
     files = {}
     if root.is_dir():
         for dirpath, _, names in os.walk(root):

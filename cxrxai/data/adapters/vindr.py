@@ -35,9 +35,9 @@ def load_vindr(root: str | Path, *, csv: str | Path | None = None, label_rule: s
     root = Path(root)
     path = Path(csv) if csv else next((root / n for n in ("annotations_train.csv", "train.csv") if (root / n).is_file()),
                                        root / "annotations_train.csv")
-    df = read_csv(path)
-    require(df, ["image_id", "class_name", "rad_id", "x_min", "y_min", "x_max", "y_max"], path)
     problems = Problems(strict)
+    df = read_csv(path, problems=problems)
+    require(df, ["image_id", "class_name", "rad_id", "x_min", "y_min", "x_max", "y_max"], path)
     df["class_name"] = df["class_name"].astype(str).str.strip()
     labels = sorted(set(df["class_name"]))
     ids = df["image_id"].astype(str).drop_duplicates().reset_index(drop=True)
