@@ -62,12 +62,23 @@ st.markdown(
 if spec.card.get("description"):
     st.caption(spec.card["description"])
 
+matches = summaries.label_match_table(store, model_id)
+unmatched = matches[matches["how"].str.startswith("unmatched")]
+if matches.empty:
+    st.caption(f"No label matching recorded for {model_id}: its outputs are read by their exact names "
+               "(a demo store, or a store built before label matching).")
+else:
+    scored = len(matches) - len(unmatched)
+    with st.expander(f"Label matching: {scored} outputs score a dataset label, {len(unmatched)} unmatched",
+                     expanded=scored == 0):
+        st.caption("Model output → the dataset label its predictions are compared with: by exact name, by "
+                   "case/spacing, or by synonym (alias). Unmatched outputs are stored but never scored.")
+        ui.table(matches)
+
 # The splits this model has predictions in (imported predictions may cover one split or none), then all.
-have = store.prediction_splits(model_id)
-choices = [s for s in ("test", "val", "train") if s in have] + [s for s in have if s not in ("test", "val", "train")]
-choices.append("all")
-split = st.radio("Split", choices, horizontal=True, key="perf_split",
-                 format_func=lambda s: f"{s} ({sum(have.values()) if s == 'all' else have[s]:,} images)")
+have = summaries.split_choices(store, model_id)
+split = st.radio("Split", list(have), horizontal=True, key="perf_split",
+                 format_func=lambda s: f"{s} ({have[s]:,} images)")
 perf = ui.model_performance(str(store.path), ui.version(store), model_id, split)
 if perf.empty:
     st.info(f"No {split} predictions for {model_id} in the store.")
@@ -77,5 +88,6 @@ else:
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
 thresholds = store.thresholds(model_id)
 if not thresholds.empty:
-    st.caption("Decision thresholds (probability ≥ threshold is positive), chosen on the validation split:")
+    st.caption("Decision thresholds (probability ≥ threshold is positive); method says where each came "
+               "from (chosen on the validation split, the model spec, imported, or file:NAME):")
     ui.table(thresholds[["label", "threshold", "method", "criterion", "split"]], digits=4)

@@ -120,6 +120,17 @@ class Queries:
             return pd.DataFrame(columns=["dataset", "stage", "n"])
         return self._df("SELECT dataset, stage, count(*) AS n FROM problems GROUP BY ALL ORDER BY ALL", [])
 
+    def label_matches(self, *, dataset: str | None = None, model_id: str | None = None) -> pd.DataFrame:
+        """Which model output scores which dataset label, and how (exact, case, alias), plus the
+        outputs and labels that matched nothing — as the precompute recorded them."""
+        cols = ["dataset", "model_id", "model_output", "dataset_label", "how"]
+        if not self.has_table("label_matches"):
+            return pd.DataFrame(columns=cols)
+        where, params = _where(dataset=dataset, model_id=model_id)
+        order = "CASE how WHEN 'unmatched label' THEN 1 ELSE 0 END, model_output, dataset_label"
+        sql = f"SELECT {', '.join(cols)} FROM label_matches{where} ORDER BY dataset, model_id, {order}"
+        return self._df(sql, params)
+
     # ------------------------------------------------------------------ cases
     def datasets(self) -> pd.DataFrame:
         return self._df("SELECT * FROM datasets ORDER BY dataset") if self.has_table("datasets") else pd.DataFrame()
