@@ -122,3 +122,19 @@ def test_imported_predictions_match_labels_and_report_the_extra_ones(tmp_path, c
     how = dict(zip(matches.model_output, matches.how))
     assert how["Effusion"] == "alias" and how["Hernia"] == "unmatched output"
     assert any("'Hernia', which matches no dataset label" in p for p in problems.problem)
+
+
+def test_a_reloaded_model_gets_the_dataset_spelling_back(tmp_path):
+    """The app reloads a stored model from its file (the model's own names) and its stored spec
+    (the dataset's): a live map of "Pleural Effusion" must find its output."""
+    from cxrxai.models.registry import build, save
+    from cxrxai.models.spec import ModelSpec
+    from cxrxai.models.stored import load_stored
+
+    spec = ModelSpec(name="ours", arch="resnet18", labels=("Effusion", "Hernia"), input_size=32,
+                     thresholds={"Effusion": 0.3})
+    path = save(build("resnet18", 2), spec, tmp_path / "ours")
+    stored = spec.with_label_names(("Pleural Effusion", "Hernia"))
+    assert stored.thresholds == {"Pleural Effusion": 0.3} and stored.card["model_outputs"] == ["Effusion", "Hernia"]
+    model = load_stored(stored, path, device="cpu")
+    assert model.spec.labels == ("Pleural Effusion", "Hernia") and model.spec.label_index("Pleural Effusion") == 0
