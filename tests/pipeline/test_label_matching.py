@@ -135,6 +135,8 @@ def test_a_reloaded_model_gets_the_dataset_spelling_back(tmp_path):
                      thresholds={"Effusion": 0.3})
     path = save(build("resnet18", 2), spec, tmp_path / "ours")
     stored = spec.with_label_names(("Pleural Effusion", "Hernia"))
-    assert stored.thresholds == {"Pleural Effusion": 0.3} and stored.card["model_outputs"] == ["Effusion", "Hernia"]
+    assert stored.thresholds == {"Pleural Effusion": 0.3}
+    assert stored.card["model_outputs"] == ["Effusion", "Hernia"]
     model = load_stored(stored, path, device="cpu")
-    assert model.spec.labels == ("Pleural Effusion", "Hernia") and model.spec.label_index("Pleural Effusion") == 0
+    assert model.spec.labels == ("Pleural Effusion", "Hernia")
+    assert model.spec.label_index("Pleural Effusion") == 0
