@@ -101,6 +101,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
     problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
     report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
     with write_store(store_path, fresh=fresh) as writer:
+        _refuse_old_names(writer, model.spec.name, match)
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
         writer.put_images(images.assign(dataset=tables.name))
@@ -135,6 +136,17 @@ def _problems(tables, images: pd.DataFrame, decoded, clipped: pd.DataFrame,
                             "stage": "decode"} for i, e in decoded.failures])
     parts = [tables.problems.assign(stage="adapter"), unread, clipped.assign(stage="decode"), labels]
     return pd.concat(parts, ignore_index=True).assign(dataset=tables.name)
+
+
+def _refuse_old_names(writer, model_id: str, match: LabelMatch) -> None:
+    """Predictions stored under an output's own name by a run before label matching would never
+    be resumed under the dataset's name: say so instead of leaving two names for one output."""
+    old = sorted(set(match.renamed) & writer.predicted_labels(model_id))
+    if old:
+        new = ", ".join(match.renamed[o] for o in old)
+        raise DataError(f"the store holds predictions of {model_id} under its own label names "
+                        f"({', '.join(old)}), which now score the dataset's {new}; rerun with --fresh "
+                        "(or another --model-name) — nothing was written")
 
 
 def _check_split(tables, split: str | None) -> None:

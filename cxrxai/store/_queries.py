@@ -215,6 +215,11 @@ class Queries:
     def predicted_image_ids(self, model_id: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])}
 
+    def predicted_labels(self, model_id: str) -> set[str]:
+        """The labels ``model_id`` has predictions under."""
+        rows = self._rows("SELECT DISTINCT label FROM predictions WHERE model_id = ?", [model_id])
+        return {r[0] for r in rows}
+
     def prediction_splits(self, model_id: str) -> dict[str, int]:
         """Images with a prediction of ``model_id``, per split (a missing split reads "none")."""
         rows = self._rows("SELECT coalesce(i.split, 'none'), count(*) FROM images i SEMI JOIN (SELECT image_id FROM "

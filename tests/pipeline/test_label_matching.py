@@ -140,3 +140,16 @@ def test_a_reloaded_model_gets_the_dataset_spelling_back(tmp_path):
     model = load_stored(stored, path, device="cpu")
     assert model.spec.labels == ("Pleural Effusion", "Hernia")
     assert model.spec.label_index("Pleural Effusion") == 0
+
+
+def test_predictions_stored_under_the_models_own_names_are_not_resumed_under_new_ones(tmp_path, capsys):
+    from cxrxai.store import write_store
+
+    root, store = _folder(tmp_path / "data"), tmp_path / "s.duckdb"
+    with write_store(store) as w:  # a store built before label matching: "Effusion" on this very dataset
+        w.put_predictions("net", ["c0.png"], ("Effusion",), np.zeros((1, 1)), np.full((1, 1), 0.5))
+    assert _precompute(root, store, _checkpoint(tmp_path), "--split", "all") == 2
+    err = capsys.readouterr().err
+    assert "under its own label names (Effusion), which now score the dataset's Pleural Effusion" in err
+    with open_store(store) as s:
+        assert s.predicted_labels("net") == {"Effusion"} and s.label_matches().empty  # nothing was written
