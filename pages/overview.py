@@ -63,14 +63,14 @@ if spec.card.get("description"):
     st.caption(spec.card["description"])
 
 matches = summaries.label_match_table(store, model_id)
-unmatched = matches[matches["how"].str.startswith("unmatched")]
 if matches.empty:
     st.caption(f"No label matching recorded for {model_id}: its outputs are read by their exact names "
                "(a demo store, or a store built before label matching).")
 else:
-    scored = len(matches) - len(unmatched)
-    with st.expander(f"Label matching: {scored} outputs score a dataset label, {len(unmatched)} unmatched",
-                     expanded=scored == 0):
+    outputs, labels = (matches["how"] == "unmatched output").sum(), (matches["how"] == "unmatched label").sum()
+    scored = int(matches["how"].isin(["exact", "case", "alias"]).sum())
+    with st.expander(f"Label matching: {scored} of {scored + outputs} outputs score a dataset label; "
+                     f"{outputs} outputs and {labels} labels unmatched", expanded=scored == 0):
         st.caption("Model output → the dataset label its predictions are compared with: by exact name, by "
                    "case/spacing, or by synonym (alias). Unmatched outputs are stored but never scored.")
         ui.table(matches)

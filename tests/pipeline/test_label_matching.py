@@ -153,3 +153,29 @@ def test_predictions_stored_under_the_models_own_names_are_not_resumed_under_new
     assert "under its own label names (Effusion), which now score the dataset's Pleural Effusion" in err
     with open_store(store) as s:
         assert s.predicted_labels("net") == {"Effusion"} and s.label_matches().empty  # nothing was written
+
+
+def test_the_pages_show_the_matches_and_open_on_a_labelled_finding_of_any_split(tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    root, store = _folder(tmp_path / "data"), tmp_path / "s.duckdb"
+    outputs = ["Hernia", "Effusion", "Nodule/Mass", "Pleural_Thickening"]  # the first one labels nothing here
+    assert _precompute(root, store, _checkpoint(tmp_path, outputs), "--split", "all") == 0
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["store_path"] = str(store)
+    at.run()
+    at.switch_page("pages/overview.py").run()
+    assert not at.exception, at.exception
+    shown = [df.value for df in at.dataframe]
+    table = next(t for t in shown if "how" in t.columns)
+    assert ["Effusion", "Pleural Effusion", "alias"] in table[["model output", "dataset label", "how"]].values.tolist()
+    assert any("Label matching: 2 of 4 outputs score a dataset label; 2 outputs and 1 labels unmatched" in e.label
+               for e in at.expander)
+    at.switch_page("pages/explorer.py").run()
+    assert not at.exception, at.exception
+    split = next(r for r in at.radio if r.label == "Split")
+    assert list(split.options) == ["test (2 images)", "val (4 images)", "train (2 images)", "all (8 images)"]
+    assert next(s for s in at.selectbox if s.label == "Finding").value == "Pleural Effusion"
+    assert any("of 2 Pleural Effusion cases (test split)" in c.value for c in at.caption)
+    split.set_value("val").run()
+    assert any("of 4 Pleural Effusion cases (val split)" in c.value for c in at.caption)
