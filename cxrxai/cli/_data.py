@@ -153,8 +153,12 @@ def _print_label_matches(labels: dict, model_id: str, dataset: str) -> None:
     if not labels["matched"]:
         print(f"WARNING: no output of {model_id} matches a label of {dataset}: nothing it predicts can be "
               "compared with ground truth (see `info` problems, stage labels)", file=out)
+    exact = [o for o, label in labels["matched"].items() if label == f"{o} (exact)"]
+    if exact:
+        print(f"label  same name in {dataset}: {', '.join(exact)}", file=out)
     for output, label in labels["matched"].items():
-        print(f"label  {output} → {label}", file=out)
+        if output not in exact:
+            print(f"label  {output} → {label}", file=out)
     if labels["outputs_matching_no_label"]:
         extra = ", ".join(labels["outputs_matching_no_label"])
         print(f"label  outputs matching no {dataset} label (stored, never scored): {extra}", file=out)
