@@ -12,8 +12,9 @@ from .labels import AGE_BINS, NO_FINDING
 from .metrics.classification import auroc_ci
 from .store import CAM_ONLY_META, Store, main_rows
 
-__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases", "label_table", "model_performance",
-           "outcome", "prediction_table", "resolve_split"]
+__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases",
+           "finding_choices", "label_table", "model_performance", "outcome",
+           "prediction_table", "resolve_split", "split_choices"]
 
 #: The split name that means "every image with a prediction of the model".
 ALL = "all"
@@ -31,6 +32,31 @@ def resolve_split(store: Store, model_id: str, split: str | None) -> str | None:
     if split is None:
         return "test" if "test" in store.prediction_splits(model_id) else None
     return split
+
+
+def split_choices(store: Store, model_id: str) -> dict[str, int]:
+    """The splits ``model_id`` has predictions in (test, val, train first, then any other), then
+    :data:`ALL`, each with its number of images — what a split picker offers."""
+    have = store.prediction_splits(model_id)
+    usual = ("test", "val", "train")
+    order = [s for s in usual if s in have] + [s for s in have if s not in usual]
+    return {**{s: have[s] for s in order}, ALL: sum(have.values())}
+
+
+def finding_choices(cases: pd.DataFrame, order) -> pd.DataFrame:
+    """Per finding of ``order`` present in ``cases``: positives and labelled cases (ground truth
+    known), in ``order``; ``default`` marks the one a view opens on: the first with positives,
+    else the first the dataset labels, else the first."""
+    present = [f for f in order if f in set(cases["label"])]
+    truth = cases.groupby("label")["ground_truth"]
+    table = pd.DataFrame({"finding": present,
+                          "positives": [int(truth.get_group(f).eq(1).sum()) for f in present],
+                          "labelled": [int(truth.get_group(f).notna().sum()) for f in present]})
+    ranked = table.assign(rank=np.select([table.positives > 0, table.labelled > 0], [0, 1], 2))
+    table["default"] = False
+    if len(table):
+        table.loc[ranked["rank"].idxmin(), "default"] = True
+    return table
 
 
 def fill_command(store: Store, what: str = "predictions") -> str:

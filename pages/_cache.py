@@ -114,8 +114,8 @@ def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def case_table(path: str, built_at: str, model_id: str, method: str | None = None,
-               params_key: str | None = None) -> pd.DataFrame:
-    return summaries.case_table(_open(path), model_id, method=method, params_key=params_key)
+               params_key: str | None = None, split: str | None = None) -> pd.DataFrame:
+    return summaries.case_table(_open(path), model_id, method=method, params_key=params_key, split=split)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

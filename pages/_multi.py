@@ -22,7 +22,7 @@ GRID_MAX = 6
 
 def outcome(store, model_id: str, case_id: str, label: str) -> str:
     """``P 0.83 (threshold 0.45) · TP`` of one model on one case and finding, or why there is none."""
-    cases = ui.case_table(str(store.path), ui.version(store), model_id)
+    cases = ui.case_table(str(store.path), ui.version(store), model_id, split="all")  # any split
     row = cases[(cases.image_id == case_id) & (cases.label == label)]
     if row.empty:
         return f"no {label} prediction of {model_id} for this image"

@@ -17,7 +17,8 @@ from pages import _common as ui
 from pages import _multi, _viewer
 
 OUTCOMES = ["TP", "FN", "FP", "TN"]
-URL = {"finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
+URL = {"split": "f_split",
+       "finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
        "explainer": "method_0", "layout": "layout"}
 LISTS = ("sex", "age", "outcome")
 LAYOUTS = {"single": "One film", "compare": "Compare side by side", "grid": "Grid of explainers"}
@@ -36,21 +37,25 @@ def _parse(param: str, text):
 
 store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
-cases = ui.case_table(path, built, model_id, "gradcam")
+params_in_url = {p: f"{p[2:]}_0" for p in st.query_params if p.startswith("p_")}
+ui.from_url({**URL, **params_in_url}, lists=LISTS, parse=_parse)
+have = summaries.split_choices(store, model_id)  # every precomputed split, then all
+split = st.radio("Split", list(have), horizontal=True, format_func=lambda s: f"{s} ({have[s]:,} images)",
+                 key=ui.kept("f_split", next(iter(have)), allowed=list(have)))
+cases = ui.case_table(path, built, model_id, "gradcam", split=split)
 if cases.empty:
     ui.missing(f"predictions of {model_id}", store=store)
     st.stop()
-split = cases["split"].iloc[0] if cases["split"].nunique() == 1 else "all"
-params_in_url = {p: f"{p[2:]}_0" for p in st.query_params if p.startswith("p_")}
-ui.from_url({**URL, **params_in_url}, lists=LISTS, parse=_parse)
 
 with st.expander("Filters", expanded=True):
     pairs = ui.recalled("pairs")
     c1, c2, c3, c4 = st.columns(4)
-    present = set(cases["label"])  # the model's own labels, in its output order
-    findings = [f for f in store.model_spec(model_id).labels if f in present]
-    finding = c1.selectbox("Finding", findings, key=ui.kept("f_finding", findings[0], allowed=findings),
-                           disabled=bool(pairs))
+    # the model's labels in its output order; it opens on one the dataset labels (with positives if any)
+    choice = summaries.finding_choices(cases, store.model_spec(model_id).labels).set_index("finding")
+    findings, first = list(choice.index), choice.index[choice["default"]][0]
+    finding = c1.selectbox("Finding", findings, key=ui.kept("f_finding", first, allowed=findings),
+                           disabled=bool(pairs),
+                           format_func=lambda f: f if choice.labelled[f] else f"{f} (not labelled here)")
     sexes = c2.multiselect("Sex", SEXES, key=ui.kept("f_sex", [], allowed=SEXES))
     ages = c3.multiselect("Age bin", AGE_BINS, key=ui.kept("f_age", [], allowed=AGE_BINS))
     outcomes = c4.multiselect("Outcome", OUTCOMES, key=ui.kept("f_outcome", [], allowed=OUTCOMES),
@@ -103,7 +108,9 @@ with st.expander("Every label's probability for this image"):
 # values are already in the session at the start of the run.
 method = ui.current("method_0")
 controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in get_method(method).controls} if method else {}
-ui.to_url({"finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id, "explainer": method,
+ui.to_url({"split": split,
+           "finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id,
+           "explainer": method,
            "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
 
 _viewer.warm(store, model_id)

@@ -79,12 +79,13 @@ st.markdown(
 if spec.card.get("description"):
     st.caption(spec.card["description"])
 
+st.caption("Which of its outputs scores which dataset label (by exact name, case/spacing or synonym), and "
+           "which matched nothing: under Data, “Model outputs and dataset labels”.")
+
 # The splits this model has predictions in (imported predictions may cover one split or none), then all.
-have = store.prediction_splits(model_id)
-choices = [s for s in ("test", "val", "train") if s in have] + [s for s in have if s not in ("test", "val", "train")]
-choices.append("all")
-split = st.radio("Split", choices, horizontal=True, key="perf_split",
-                 format_func=lambda s: f"{s} ({sum(have.values()) if s == 'all' else have[s]:,} images)")
+have = summaries.split_choices(store, model_id)
+split = st.radio("Split", list(have), horizontal=True, key="perf_split",
+                 format_func=lambda s: f"{s} ({have[s]:,} images)")
 perf = ui.model_performance(str(store.path), ui.version(store), model_id, split)
 if perf.empty:
     st.info(f"No {split} predictions for {model_id} in the store.")
@@ -94,5 +95,6 @@ else:
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
 thresholds = store.thresholds(model_id)
 if not thresholds.empty:
-    st.caption("Decision thresholds (probability ≥ threshold is positive), chosen on the validation split:")
+    st.caption("Decision thresholds (probability ≥ threshold is positive); method says where each came "
+               "from (chosen on the validation split, the model spec, imported, or file:NAME):")
     ui.table(thresholds[["label", "threshold", "method", "criterion", "split"]], digits=4)

@@ -29,6 +29,23 @@ def test_every_command_has_help(name, capsys):
     assert "usage:" in capsys.readouterr().out
 
 
+def test_precompute_help_lists_every_adapter_option_from_its_signature(capsys):
+    from cxrxai.cli._data import adapter_help
+    from cxrxai.data.adapters import ADAPTERS
+
+    def load_toy(root, *, depth: int = 3, fractions=(0.5, 0.5), strict: bool = False):
+        """A toy adapter: its options appear without anyone writing them down."""
+
+    assert adapter_help({"toy": load_toy}) == "toy: depth=3, fractions=[0.5, 0.5]"
+    with pytest.raises(SystemExit):
+        main(["precompute", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in ("rsna", "siim", "vindr"):
+        assert f"{name}: " in text
+    assert text.count("fractions=[0.8, 0.1, 0.1]") == 5  # rsna, siim, vindr, mimic, padchest and "seed=0" in text and "--thresholds" in text
+    assert set(ADAPTERS) <= {part.split(":")[0].split()[-1] for part in adapter_help(ADAPTERS).split("; ")}
+
+
 def test_info_text_and_json(tiny_store, capsys):
     assert main(["info", "--store", str(tiny_store), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)

@@ -159,7 +159,7 @@ def label_matches(store: Store, dataset: str, predicted: pd.DataFrame) -> Sectio
     if not store.has_table("label_matches"):
         why = _old_store(store, "which model output scores which label is")
         return Section("label_matches", title, empty=why)
-    rows = store.label_matches(dataset)
+    rows = store.label_matches(dataset=dataset).drop(columns="dataset")
     unrecorded = ("no label matches recorded: the store was built before cxrxai recorded them; re-run "
                   "precompute to record them")
     if rows.empty:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -19,15 +20,29 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, choices=sorted(ADAPTERS), help="published layout of --root")
     p.add_argument("--root", type=Path, required=True, help="the dataset folder as downloaded")
     p.add_argument("--data-option", type=_param, action="append", default=[], metavar="NAME=VALUE",
-                   help="adapter option, repeatable: nih split=alternative, data_entry=FILE, bbox_list=FILE; chexpert "
-                        "uncertain=ones, chexlocalize=DIR; siim read_headers=true; rsna headers_csv=FILE; vindr "
-                        "label_rule=majority; mimic mimic_iv=DIR (MIMIC-IV's patients.csv), labeler=negbio, "
-                        "uncertain=ignore, age=study, split=patient, views=PA,AP; padchest labels=[...], "
-                        "views=PA,AP, layout=flat, csv=FILE; folder csv=FILE labels=[...] boxes_csv=FILE; any of "
-                        "them dicom_headers=false: do not read sex, age and view a CSV lacks from DICOM headers")
+                   help="adapter option, repeatable; VALUE is read as JSON, else as text. Each adapter's "
+                        f"options and defaults: {adapter_help()}; any of them dicom_headers=false: do not read "
+                        "sex, age and view a CSV lacks from DICOM headers")
     p.add_argument("--store", type=Path, required=True, help="store to write")
     p.add_argument("--fresh", action="store_true", help="start the store from scratch")
     p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")
+
+
+def adapter_help(adapters: dict | None = None) -> str:
+    """Each adapter's keyword options with their defaults (as JSON), read from its signature
+    (``adapters``: name → adapter function; every registered one by default)."""
+    from ..data.adapters import ADAPTERS, signature_options
+
+    def one(param: inspect.Parameter) -> str:
+        if param.default is inspect.Parameter.empty:
+            return f"{param.name} (required)"
+        return f"{param.name}={json.dumps(param.default, default=str)}"
+
+    parts = []
+    for name, load in sorted((adapters or ADAPTERS).items()):
+        params = [p for p in signature_options(load).values() if p.name != "strict"]
+        parts.append(f"{name}: {', '.join(one(p) for p in params) or 'none'}")
+    return "; ".join(parts)
 
 
 def _tables(args):
@@ -50,6 +65,10 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
                         "--per-label positives)")
     p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
     p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
+    p.add_argument("--thresholds", type=Path, default=None,
+                   help="CSV of per-label decision thresholds (label + threshold, or bestthr, columns; "
+                        "labels in the model's or the dataset's spelling), stored as method file:NAME — for "
+                        "a validation split too small or one-class to choose them on")
     p.add_argument("--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)")
     p.add_argument("--analyses", default="", help="also run, comma-separated: sweep (occlusion patch/stride, thesis Table "
                                                   "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
@@ -66,6 +85,7 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
 @command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
 def _precompute(args) -> int:
     from ..models.from_text import load_model_text
+    from ..models.thresholds import read_threshold_file
     from ..pipeline import build_dataset, dataset_stages
 
     tables = _tables(args)
@@ -89,9 +109,10 @@ def _precompute(args) -> int:
         bars(task, done, total)
         status(task, done, total)
 
+    thresholds = (args.thresholds.name, read_threshold_file(args.thresholds)) if args.thresholds else None
     try:
         report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=progress,
-                               strict=args.strict, engine=engine,
+                               strict=args.strict, engine=engine, thresholds=thresholds,
                                stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
                                                      split=split, analyses=[a for a in args.analyses.split(",") if a],
                                                      cases=args.cases),
@@ -102,8 +123,29 @@ def _precompute(args) -> int:
     finally:
         bars.close()
     status.finish()
+    _print_label_matches(report["labels"], model.spec.name, tables.name)
     print(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def _print_label_matches(labels: dict, model_id: str, dataset: str) -> None:
+    """The label matching, on stderr (stdout stays the JSON report); loud when nothing matched."""
+    out = sys.stderr
+    if not labels["matched"]:
+        print(f"WARNING: no output of {model_id} matches a label of {dataset}: nothing it predicts can be "
+              "compared with ground truth (see `info` problems, stage labels)", file=out)
+    exact = [o for o, label in labels["matched"].items() if label == f"{o} (exact)"]
+    if exact:
+        print(f"label  same name in {dataset}: {', '.join(exact)}", file=out)
+    for output, label in labels["matched"].items():
+        if output not in exact:
+            print(f"label  {output} → {label}", file=out)
+    if labels["outputs_matching_no_label"]:
+        extra = ", ".join(labels["outputs_matching_no_label"])
+        print(f"label  outputs matching no {dataset} label (stored, never scored): {extra}", file=out)
+    if labels["labels_no_output_scores"]:
+        print(f"label  {dataset} labels no output scores: {', '.join(labels['labels_no_output_scores'])}",
+              file=out)
 
 
 def _add_import(p: argparse.ArgumentParser) -> None:
@@ -117,23 +159,18 @@ def _add_import(p: argparse.ArgumentParser) -> None:
 
 @command("import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import)
 def _import(args) -> int:
-    from ..data.adapters._base import read_csv, unit_interval
-    from ..errors import DataError
+    from ..data.adapters._base import read_csv, sniff_delimiter
+    from ..models.thresholds import read_threshold_file
     from ..pipeline import import_predictions
 
     tables = _tables(args)
     preds = read_csv(args.predictions)
     id_column = args.id_column or preds.columns[0]
     thresholds = None
-    _say_delimiter(args.predictions, preds)
+    _say_delimiter(args.predictions, preds.attrs.get("delimiter", ","))
     if args.thresholds:
-        t = read_csv(args.thresholds)
-        _say_delimiter(args.thresholds, t)
-        col = next((c for c in ("threshold", "bestthr") if c in t), None)
-        if "label" not in t or col is None:
-            raise DataError(f"{args.thresholds}: needs 'label' and 'threshold' (or 'bestthr') columns; found {list(t.columns)}")
-        values = unit_interval(t, [col], str(args.thresholds))[:, 0]
-        thresholds = dict(zip(t["label"].astype(str), values))
+        _say_delimiter(args.thresholds, sniff_delimiter(args.thresholds))
+        thresholds = read_threshold_file(args.thresholds)
     report = import_predictions(args.store, tables, preds, model_name=args.name, id_column=id_column,
                                 thresholds=thresholds, fresh=args.fresh,
                                 source=str(paths.absolute(args.predictions)),
@@ -174,8 +211,7 @@ def _reroot(args) -> int:
     return 0
 
 
-def _say_delimiter(path: Path, frame) -> None:
-    sep = frame.attrs.get("delimiter", ",")
+def _say_delimiter(path: Path, sep: str) -> None:
     if sep != ",":
         print(f"note: {path}: columns separated by {sep!r}, not commas; read with {sep!r} as the delimiter",
               file=sys.stderr)

@@ -82,6 +82,21 @@ class ModelSpec:
     def with_(self, **changes) -> ModelSpec:
         return replace(self, **changes)
 
+    def with_label_names(self, names) -> ModelSpec:
+        """The same outputs, in the same order, under ``names`` (a dataset's spelling, see
+        :func:`cxrxai.labels.match_labels`); thresholds follow their output, and the card keeps
+        the model's own names as ``model_outputs`` (so a reload can apply ``names`` again)."""
+        names = tuple(names)
+        if len(names) != len(self.labels):
+            raise ModelError(f"{self.name} has {len(self.labels)} outputs; got {len(names)} names: "
+                             f"{list(names)}")
+        if names == self.labels:
+            return self
+        new = dict(zip(self.labels, names))
+        outputs = self.card.get("model_outputs") or list(self.labels)
+        return replace(self, labels=names, thresholds={new[k]: v for k, v in self.thresholds.items()},
+                       card={**self.card, "model_outputs": list(outputs)})
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
 

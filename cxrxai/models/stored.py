@@ -9,6 +9,7 @@ from our weights (``NAME.pt`` + ``NAME.json``), from another group's checkpoint
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ModelError
@@ -38,9 +39,19 @@ def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None
                          "if it is now NEWFILE, re-root the store: "
                          f"`python -m cxrxai reroot --store STORE --model {spec.name} --weights NEWFILE`")
     if source == "torchxrayvision":
-        return load_xrv(spec.card["weights"], cache_dir=path.parent, device=device)
-    if source == "user checkpoint":
+        model = load_xrv(spec.card["weights"], cache_dir=path.parent, device=device)
+    elif source == "user checkpoint":
         return load_checkpoint(path, arch=spec.arch, labels=spec.labels, input_size=spec.input_size, mean=spec.mean,
                                std=spec.std, name=spec.name, device=device,
                                trust_pickle=bool(spec.card.get("trust_pickle", False)))
-    return load(path, device=device)
+    else:
+        model = load(path, device=device)
+    return _named_as_stored(model, spec)
+
+
+def _named_as_stored(model: LoadedModel, spec: ModelSpec) -> LoadedModel:
+    """A model whose outputs the precompute renamed to a dataset's labels gets those names back
+    (the file knows the model's own names, the store the dataset's)."""
+    if model.spec.labels == spec.labels or list(model.spec.labels) != spec.card.get("model_outputs"):
+        return model
+    return replace(model, spec=model.spec.with_label_names(spec.labels))

@@ -8,12 +8,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
+from ..data.adapters._base import read_csv, unit_interval
 from ..errors import DataError, UnknownNameError
 
-__all__ = ["METHODS", "choose_threshold"]
+__all__ = ["METHODS", "choose_threshold", "read_threshold_file"]
 
 METHODS = ("f1", "youden")
 
@@ -45,3 +48,21 @@ def choose_threshold(y_true, prob, *, method: str = "f1") -> tuple[float, float]
     j = tpr - fpr
     i = int(np.argmax(j[1:])) + 1  # the first ROC point is the +inf threshold
     return float(thr[i]), float(j[i])
+
+
+def read_threshold_file(path: str | Path) -> dict[str, float]:
+    """Per-label thresholds from a CSV with a ``label`` column and a ``threshold`` column (or
+    ``bestthr``, as CheXclusion's ``Threshold.csv`` names it), each a number in [0, 1].
+
+    Raises :class:`DataError` naming the file, row and column of the first bad value, or the
+    columns found when the needed ones are missing.
+    """
+    table = read_csv(path)
+    col = next((c for c in ("threshold", "bestthr") if c in table), None)
+    if "label" not in table or col is None:
+        raise DataError(f"{path}: needs 'label' and 'threshold' (or 'bestthr') columns; "
+                        f"found {list(table.columns)}")
+    labels = table["label"].astype(str)
+    if labels.duplicated().any():
+        raise DataError(f"{path}: label {labels[labels.duplicated()].iloc[0]!r} has two thresholds")
+    return dict(zip(labels, unit_interval(table, [col], str(path))[:, 0].tolist()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ from ..data.adapters._base import clip_boxes
 from ..data.decode import decode_images
 from ..errors import DataError, UnknownNameError
 from ..explain import get
+from ..labels import LabelMatch, match_labels
 from ..models.registry import LoadedModel
 from ..paths import absolute
 from ..store import write_store
@@ -20,7 +22,7 @@ from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
 from .trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["ANALYSES", "build_dataset", "dataset_stages"]
+__all__ = ["ANALYSES", "build_dataset", "dataset_stages", "label_problems"]
 
 #: Optional analyses of a real-data precompute (``precompute --analyses``).
 ANALYSES = ("sweep", "trust", "fidelity")
@@ -81,15 +83,25 @@ def _keep_measured(images: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
 def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
                   stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
                   progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
-                  strict: bool = False, engine=None) -> dict:
+                  strict: bool = False, engine=None, thresholds: tuple[str, dict] | None = None) -> dict:
     """Precompute a real dataset: cases (with the adapter's problems), decoded images of
     ``split`` (an unreadable file is a problem row and the image is skipped; ``strict`` raises
     on the first instead), boxes clipped to each decoded image, then ``stages`` with the model.
     ``engine`` (e.g. :class:`~cxrxai.pipeline.ray_engine.RayEngine`) computes the stages' units
-    of work (predictions, maps) elsewhere; the metrics run here on what it stored."""
+    of work (predictions, maps) elsewhere; the metrics run here on what it stored.
+
+    The model's outputs are matched to the dataset's labels (:func:`~cxrxai.labels.match_labels`)
+    and a matched output is stored under the dataset's spelling (its index unchanged), so its
+    predictions meet the ground truth; the matches are stored (``label_matches``) and reported.
+    ``thresholds``: (file name, {label: threshold}) given by the user, stored as ``file:<name>``.
+    """
     report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
     t0 = time.monotonic()
     images = tables.images
+    _check_split(tables, split)
+    match = match_labels(model.spec.labels, tables.label_names)
+    model = replace(model, spec=model.spec.with_label_names(match.names))
+    report["labels"] = label_report(match)
     chosen = images if split is None else images[images["split"] == split]
     decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])), model.spec.input_size,
                             cache_dir, workers=workers, progress=lambda d, n: progress("decode images", d, n))
@@ -99,14 +111,11 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
     widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
     images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]),
                            decode_note=images["image_id"].map(decoded.notes))  # what the reader did to a film
-    path_of = dict(zip(images["image_id"], images["path"]))
     annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
-    problems = pd.concat([tables.problems.assign(stage="adapter"),
-                          pd.DataFrame([{"file": path_of.get(i), "image_id": i, "problem": f"{e}; image skipped",
-                                         "stage": "decode"} for i, e in decoded.failures]),
-                          clipped.assign(stage="decode")], ignore_index=True).assign(dataset=tables.name)
+    problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
     report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
     with write_store(store_path, fresh=fresh) as writer:
+        _refuse_old_names(writer, model.spec.name, match)
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
         writer.put_images(_keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name))
@@ -115,9 +124,11 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
             writer.put_annotations(annotations)
         report["new_problems"] = writer.put_problems(problems)
         writer.put_model(model.spec, weights_path=model_path and str(absolute(model_path)))
+        writer.put_label_matches(tables.name, model.spec.name, match.rows())
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
-                           options={"image_ids": decoded.image_ids, "split": split, "engine": engine})
+                           options={"image_ids": decoded.image_ids, "split": split, "engine": engine,
+                                    "thresholds": thresholds})
         try:
             run_stages(ctx, stages, report)
         finally:
@@ -130,3 +141,54 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
                                     "pixels_from": sorted(stats.get("pixels_from", ()))}
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report
+
+
+def _problems(tables, images: pd.DataFrame, decoded, clipped: pd.DataFrame,
+              labels: pd.DataFrame) -> pd.DataFrame:
+    """The adapter's problem rows, then the films that could not be read, the boxes clipped to
+    the decoded image, and the label matching's."""
+    path_of = dict(zip(images["image_id"], images["path"]))
+    unread = pd.DataFrame([{"file": path_of.get(i), "image_id": i, "problem": f"{e}; image skipped",
+                            "stage": "decode"} for i, e in decoded.failures])
+    parts = [tables.problems.assign(stage="adapter"), unread, clipped.assign(stage="decode"), labels]
+    return pd.concat(parts, ignore_index=True).assign(dataset=tables.name)
+
+
+def _refuse_old_names(writer, model_id: str, match: LabelMatch) -> None:
+    """Predictions stored under an output's own name by a run before label matching would never
+    be resumed under the dataset's name: say so instead of leaving two names for one output."""
+    old = sorted(set(match.renamed) & writer.predicted_labels(model_id))
+    if old:
+        new = ", ".join(match.renamed[o] for o in old)
+        raise DataError(f"the store holds predictions of {model_id} under its own label names "
+                        f"({', '.join(old)}), which now score the dataset's {new}; rerun with --fresh "
+                        "(or another --model-name) — nothing was written")
+
+
+def _check_split(tables, split: str | None) -> None:
+    """A split the dataset does not have is an error naming the splits it has, before any work."""
+    if split is None or (tables.images["split"] == split).any():
+        return
+    counts = tables.images["split"].fillna("none").value_counts().sort_index()
+    have = ", ".join(f"{name} ({n:,} images)" for name, n in counts.items()) or "none (no images)"
+    raise DataError(f"{tables.name} has no {split!r} split; its splits: {have}. Choose one with "
+                    f"--split NAME, or --split all for every image")
+
+
+def label_report(match: LabelMatch) -> dict:
+    """What the precompute says about the label matching (printed with its report)."""
+    return {"matched": {o: f"{n} ({h})" for o, n, h in zip(match.outputs, match.names, match.how)
+                        if h != "unmatched output"},
+            "outputs_matching_no_label": list(match.unmatched_outputs),
+            "labels_no_output_scores": list(match.unmatched_labels)}
+
+
+def label_problems(match: LabelMatch, model_id: str) -> pd.DataFrame:
+    """A problem row (stage ``labels``) when no output of the model scores any dataset label:
+    every prediction would be stored with no ground truth to meet."""
+    if match.matched or not match.outputs:
+        return pd.DataFrame(columns=["stage", "problem"])
+    return pd.DataFrame([{"stage": "labels", "problem": (
+        f"no output of model {model_id} ({', '.join(match.outputs)}) matches a dataset label "
+        f"({', '.join(match.labels) or 'none'}), by name, case or synonym (cxrxai.labels.SYNONYMS): its "
+        "predictions are stored but no metric can compare them with ground truth")}])

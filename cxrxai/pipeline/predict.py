@@ -6,14 +6,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from ..labels import match_labels
 from ..models.inference import predict_logits, sigmoid
 from ..models.registry import LoadedModel
 from ..models.thresholds import choose_threshold
 from ..store import StoreWriter
 from .runner import BuildContext
 
-__all__ = ["predictions_stage", "store_thresholds", "thresholds_stage"]
+__all__ = ["predictions_stage", "store_file_thresholds", "store_thresholds", "thresholds_stage"]
 
 
 def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verify: int = 32) -> dict:
@@ -26,7 +28,9 @@ def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verif
     :func:`~cxrxai.models.inference.predict_logits`.
     """
     model_id = ctx.model.spec.name
-    all_ids = ctx.options.get("image_ids") or ctx.writer.images(dataset=ctx.dataset)["image_id"].tolist()
+    all_ids = ctx.options.get("image_ids")
+    if all_ids is None:  # an empty list (nothing decoded) predicts nothing, not every image
+        all_ids = ctx.writer.images(dataset=ctx.dataset)["image_id"].tolist()
     done = ctx.writer.predicted_image_ids(model_id)
     todo = [i for i in all_ids if i not in done]
     if not todo:
@@ -77,9 +81,33 @@ def _read_cache(path, model: LoadedModel) -> dict | None:
 
 
 def thresholds_stage(ctx: BuildContext, *, method: str = "f1", split: str = "val") -> dict:
-    """Per-label thresholds from the validation predictions in the store (see :func:`store_thresholds`)."""
-    return store_thresholds(ctx.writer, ctx.model.spec.name, fallback=ctx.model.spec.thresholds, method=method,
-                            split=split)
+    """Per-label thresholds from the validation predictions in the store (see :func:`store_thresholds`);
+    then those of ``ctx.options["thresholds"]`` (a file's name and its {label: threshold}), which
+    replace the chosen ones label by label (:func:`store_file_thresholds`)."""
+    spec = ctx.model.spec
+    report = store_thresholds(ctx.writer, spec.name, fallback=spec.thresholds, method=method, split=split)
+    given = ctx.options.get("thresholds")
+    if given:
+        report["from_file"] = store_file_thresholds(ctx.writer, ctx.dataset, spec, *given)
+    return report
+
+
+def store_file_thresholds(writer: StoreWriter, dataset: str, spec, source: str,
+                          thresholds: dict[str, float]) -> dict:
+    """Store a file's thresholds (method ``file:<source>``) for the outputs they name — in the
+    dataset's or the model's spelling, matched as labels are (:func:`~cxrxai.labels.match_labels`).
+    A threshold for a label the model does not output is a problem row (stage ``thresholds``)."""
+    match = match_labels(list(thresholds), spec.labels)
+    rows = [{"label": match.rename(k), "threshold": float(v), "method": f"file:{source}", "criterion": None,
+             "split": None} for k, v in thresholds.items() if k in match.matched]
+    writer.put_thresholds(spec.name, rows)
+    ignored = [{"dataset": dataset, "stage": "thresholds", "file": source,
+                "problem": f"threshold for {k!r}, which model {spec.name} does not output; ignored"}
+               for k in match.unmatched_outputs]
+    writer.put_problems(pd.DataFrame(ignored, columns=["dataset", "stage", "file", "problem"]))
+    kept = [lab for lab in spec.labels if lab not in {r["label"] for r in rows}]
+    return {"file": source, "labels": len(rows), "not_in_model": list(match.unmatched_outputs),
+            "not_in_file": kept}
 
 
 def store_thresholds(writer: StoreWriter, model_id: str, *, fallback: dict[str, float], method: str = "f1",

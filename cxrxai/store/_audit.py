@@ -61,16 +61,6 @@ class AuditQueries:
         return self._df("SELECT decode_note AS note, count(*) AS n FROM images WHERE dataset = ? "
                         "GROUP BY ALL ORDER BY n DESC, note NULLS FIRST", [dataset])
 
-    def label_matches(self, dataset: str) -> pd.DataFrame:
-        """Rows of ``label_matches`` for ``dataset``: model_id, model_output, dataset_label, how.
-        Needs schema v5."""
-        if not self.has_table("label_matches"):
-            raise StoreError(f"this store (schema v{self.schema_version()}) has no label_matches table "
-                             "(schema v5); re-run precompute to record which model output scores which label")
-        return self._df("SELECT model_id, model_output, dataset_label, how FROM label_matches "
-                        "WHERE dataset = ? ORDER BY model_id, how, model_output NULLS LAST, "
-                        "dataset_label NULLS LAST", [dataset])
-
     def split_sizes(self, dataset: str) -> pd.DataFrame:
         """Images of ``dataset`` per split (a missing split reads 'none')."""
         return self._df("SELECT coalesce(split, 'none') AS split, count(*) AS n FROM images "

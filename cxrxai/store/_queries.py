@@ -123,6 +123,17 @@ class Queries(AuditQueries):
             return pd.DataFrame(columns=["dataset", "stage", "n"])
         return self._df("SELECT dataset, stage, count(*) AS n FROM problems GROUP BY ALL ORDER BY ALL", [])
 
+    def label_matches(self, *, dataset: str | None = None, model_id: str | None = None) -> pd.DataFrame:
+        """Which model output scores which dataset label, and how (exact, case, alias), plus the
+        outputs and labels that matched nothing — as the precompute recorded them."""
+        cols = ["dataset", "model_id", "model_output", "dataset_label", "how"]
+        if not self.has_table("label_matches"):
+            return pd.DataFrame(columns=cols)
+        where, params = _where(dataset=dataset, model_id=model_id)
+        order = "CASE how WHEN 'unmatched label' THEN 1 ELSE 0 END, model_output, dataset_label"
+        sql = f"SELECT {', '.join(cols)} FROM label_matches{where} ORDER BY dataset, model_id, {order}"
+        return self._df(sql, params)
+
     # ------------------------------------------------------------------ cases
     def datasets(self) -> pd.DataFrame:
         """Rows of ``datasets``; ``root`` absolute (see :func:`~cxrxai.store._roots.with_resolved_paths`)."""
@@ -213,6 +224,11 @@ class Queries(AuditQueries):
 
     def predicted_image_ids(self, model_id: str) -> set[str]:
         return {r[0] for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])}
+
+    def predicted_labels(self, model_id: str) -> set[str]:
+        """The labels ``model_id`` has predictions under."""
+        rows = self._rows("SELECT DISTINCT label FROM predictions WHERE model_id = ?", [model_id])
+        return {r[0] for r in rows}
 
     def prediction_splits(self, model_id: str) -> dict[str, int]:
         """Images with a prediction of ``model_id``, per split (a missing split reads "none")."""

@@ -32,6 +32,7 @@ import pandas as pd
 from ..errors import SchemaVersionError, StoreError
 from ..models.spec import ModelSpec
 from ._queries import Queries
+from ._records import RecordWriter
 from ._schema import METRIC_TABLES, MIGRATIONS, SCHEMA_VERSION
 from ._staging import clear_leftovers, copy_to_staging, release_lock, take_lock
 
@@ -172,7 +173,7 @@ def open_store(path: str | Path) -> Store:
     return Store(path)
 
 
-class StoreWriter(Queries):
+class StoreWriter(RecordWriter, Queries):
     """Writes to the staging copy; obtain one from :func:`write_store`."""
 
     def __init__(self, path: Path, staging: Path):
@@ -300,30 +301,6 @@ class StoreWriter(Queries):
             raise StoreError(f"{table} has no column(s) {unknown}; its columns: {known}. A new metric needs its "
                              "column in the schema (cxrxai/store/_schema.py) — nothing was written")
         return self._upsert(table, df, [c for c in known if c in df.columns])
-
-    def put_problems(self, df: pd.DataFrame) -> int:
-        """Append problem rows (dataset, stage, file, row, image_id, problem) that are not stored
-        yet — the same row twice (a re-run of the same precompute) is kept once; returns how
-        many were new. ``dataset``, ``stage`` and ``problem`` are required."""
-        cols = ["dataset", "stage", "file", "row", "image_id", "problem"]
-        if df.empty:
-            return 0
-        missing = [c for c in ("dataset", "stage", "problem") if c not in df.columns]
-        if missing:
-            raise StoreError(f"cannot write problems: missing columns {missing}")
-        rows = df.reindex(columns=cols).astype(object).where(lambda d: d.notna(), None)
-        rows["row"] = [None if r is None else int(r) for r in rows["row"]]
-        rows = rows.astype({c: "string" for c in cols if c != "row"}).astype({"row": "Int64"})
-        count = 'SELECT count(*) FROM problems'
-        before = self._con.execute(count).fetchall()[0][0]
-        select = 'SELECT dataset, stage, file, "row", image_id, problem FROM'
-        self._con.register("_incoming", rows)
-        try:
-            self._con.execute(f'INSERT INTO problems (dataset, stage, file, "row", image_id, problem) '
-                              f"{select} _incoming EXCEPT {select} problems")
-        finally:
-            self._con.unregister("_incoming")
-        return self._con.execute(count).fetchall()[0][0] - before
 
     def _table_columns(self, table: str) -> list[str]:
         return [r[0] for r in self._con.execute(

@@ -68,8 +68,10 @@ def _predict(w, model_id: str, ids: list[str]) -> None:
 
 
 def _put_label_matches(w, rows: list[tuple]) -> None:
-    """No writer method yet (another branch adds ``put_label_matches``): insert as it will."""
-    w._con.executemany("INSERT INTO label_matches VALUES (?, ?, ?, ?, ?)", rows)
+    """(dataset, model, output, label, how) rows through the writer, one (dataset, model) at a time."""
+    frame = pd.DataFrame(rows, columns=["dataset", "model_id", "model_output", "dataset_label", "how"])
+    for (dataset, model_id), group in frame.groupby(["dataset", "model_id"]):
+        w.put_label_matches(dataset, model_id, group.drop(columns=["dataset", "model_id"]).to_dict("records"))
 
 
 @pytest.fixture()

@@ -317,3 +317,37 @@ def test_setting_names_tell_every_stored_setting_apart():
     assert names[4] == names[5] == "occlusion 32/16" and names[6] == "gradcam"  # repeated pairs: one name
     assert len(set(names[:4])) == 4, names[:4]  # 20 vs 20.0, null vs unset: four settings, four names
     assert names[:4] == ["ig (n=20)", "ig (n=20.0)", "ig (n=None)", "ig (n=unset)"]
+
+
+def test_label_matches_of_a_dataset_and_model_are_replaced_not_appended(store_path):
+    from cxrxai.labels import match_labels
+
+    with write_store(store_path) as w:
+        w.put_label_matches("d", "m", match_labels(["Effusion", "X"], ["Pleural Effusion", "B"]).rows())
+        w.put_label_matches("d", "other", match_labels(["B"], ["B"]).rows())
+        w.put_label_matches("d", "m", match_labels(["Effusion"], ["Pleural Effusion"]).rows())  # a rerun
+        with pytest.raises(StoreError, match="'fuzzy' is not one of exact, case, alias"):
+            w.put_label_matches("d", "m", [{"model_output": "a", "dataset_label": "b", "how": "fuzzy"}])
+    with open_store(store_path) as s:
+        mine = s.label_matches(dataset="d", model_id="m")
+        assert mine[["model_output", "dataset_label", "how"]].values.tolist() == [
+            ["Effusion", "Pleural Effusion", "alias"]]
+        assert s.label_matches(model_id="other").how.tolist() == ["exact"]
+        assert len(s.label_matches()) == 2
+
+
+def test_the_explorer_opens_on_a_finding_the_dataset_labels_and_offers_every_split(store_path):
+    from cxrxai import summaries
+
+    cases = pd.DataFrame({"label": ["Atelectasis", "Atelectasis", "Pneumonia", "Pneumonia", "Mass"],
+                          "ground_truth": [np.nan, np.nan, 0, 1, 0]})
+    choice = summaries.finding_choices(cases, ["Atelectasis", "Mass", "Pneumonia", "Effusion"])
+    assert choice.finding.tolist() == ["Atelectasis", "Mass", "Pneumonia"]  # model order, present only
+    assert choice.labelled.tolist() == [0, 1, 2] and choice.finding[choice.default].tolist() == ["Pneumonia"]
+    no_positive = summaries.finding_choices(cases[cases.label != "Pneumonia"], ["Atelectasis", "Mass"])
+    assert no_positive.finding[no_positive.default].tolist() == ["Mass"]  # labelled, though no positive
+    with write_store(store_path) as w:
+        w.put_images(pd.concat([_images(["v1", "v2"], split="val")]))
+        w.put_predictions("m", ["i1", "v1", "v2"], ("A",), np.zeros((3, 1)), np.full((3, 1), 0.5))
+    with open_store(store_path) as s:
+        assert summaries.split_choices(s, "m") == {"test": 1, "val": 2, "all": 3}

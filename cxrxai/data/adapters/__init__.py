@@ -33,7 +33,7 @@ from .rsna import load_rsna
 from .siim import decode_siim_rle, load_siim
 from .vindr import load_vindr
 
-__all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "adapter_options", "decode_siim_rle", "load_dataset"]
+__all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "adapter_options", "decode_siim_rle", "signature_options", "load_dataset"]
 
 ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
             "mimic": load_mimic, "padchest": load_padchest, "folder": load_folder}
@@ -43,14 +43,19 @@ DEMOGRAPHICS_HINTS = {name: module.DEMOGRAPHICS_HINT for name, module in
                        "mimic": mimic, "padchest": padchest, "folder": folder}.items()}
 
 
+def signature_options(load) -> dict[str, inspect.Parameter]:
+    """An adapter function's options: its keyword parameters after ``root``, from its signature."""
+    params = list(inspect.signature(load).parameters.values())[1:]
+    return {p.name: p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 def adapter_options(kind: str) -> dict[str, inspect.Parameter]:
-    """The options (keyword parameters after ``root``) the adapter ``kind`` takes, read from its
-    signature, and ``dicom_headers`` (every kind's)."""
+    """The options the adapter ``kind`` takes (:func:`signature_options`), and ``dicom_headers``
+    (every kind's)."""
     if kind not in ADAPTERS:
         raise UnknownNameError("dataset", kind, ADAPTERS)
-    params = list(inspect.signature(ADAPTERS[kind]).parameters.values())[1:]
-    params.append(inspect.signature(load_dataset).parameters["dicom_headers"])
-    return {p.name: p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {**signature_options(ADAPTERS[kind]),
+            "dicom_headers": inspect.signature(load_dataset).parameters["dicom_headers"]}
 
 
 def load_dataset(kind: str, root: str | Path, *, dicom_headers: bool = True, **options) -> DatasetTables:
