@@ -5,7 +5,8 @@ opacity that grows with its value, so values under the display ``floor`` (or out
 are transparent and the film stays readable; a colour bar gives the map's own scale (its positive
 part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
 own colour and dash in the legend; boxes and reader points are drawn; the Otsu segmentation that
-IoU is scored on is a named contour. Axes are the film's own pixel coordinates.
+IoU was scored on is a named contour — drawn from the mask the caller scored (``segmentation``,
+:func:`cxrxai.panel.score_panel`), never segmented here. Axes are the film's own pixel coordinates.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from captum.attr._utils.visualization import _cumulative_sum_threshold
 from plotly.subplots import make_subplots
 
 from .errors import DataError, UnknownNameError
-from .metrics.localization import otsu_mask
 from .overlay import COLORMAPS
 from .postprocess import minmax, positive, upsample
 
-__all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES", "blend", "colorscale",
-           "display_heat", "film_figure", "film_grid", "window"]
+__all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES", "SEGMENTATION_NAME",
+           "blend", "colorscale", "display_heat", "film_figure", "film_grid", "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
@@ -35,6 +35,8 @@ READER_STYLES = [("#ffffff", "solid"), ("#ffd400", "dash"), ("#00e5ff", "dot"), 
 #: How a map becomes the 0–1 (or −1–1) values the colour map shows: see ``display_heat``.
 DISPLAY_MODES = ("normalized", "captum", "raw")
 CAPTUM_OUTLIER_PERCENT = 2
+#: The legend name of the scored segmentation's contour.
+SEGMENTATION_NAME = "Otsu segmentation (scored for IoU)"
 DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
 
 
@@ -160,10 +162,18 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
 _BAR_TITLE = {"normalized": "map value", "captum": "map value (clipped at 98 %)", "raw": "map value (signed)"}
 
 
+def _segmentation_trace(segmentation: np.ndarray, f: float) -> go.Scatter:
+    """The scored segmentation's outer contours in film pixels (traced at display factor ``f``)."""
+    xs, ys = _contours(segmentation, f)
+    return go.Scatter(x=xs, y=ys, mode="lines", legendgroup="otsu", line=dict(color="#39ff14", width=1.5),
+                      name=SEGMENTATION_NAME)
+
+
 def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu,
-                bar: tuple[float, float] | None = None) -> tuple:
+                segmentation=None, bar: tuple[float, float] | None = None) -> tuple:
     """The film with the map blended in, the colour bar (or a note when nothing is coloured) and
-    the Otsu contour (film pixels). ``bar`` fixes the colour bar's range (a grid's shared 0–1)."""
+    the contour of ``segmentation`` (the scored mask, image size) when given and ``otsu`` is on.
+    ``bar`` fixes the colour bar's range (a grid's shared 0–1)."""
     heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
     rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
     if hi <= lo:  # nothing to colour: say so instead of drawing a meaningless bar
@@ -176,13 +186,14 @@ def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, 
         colorscale=DIVERGING if mode == "raw" else colorscale(colormap), cmin=lo, cmax=hi, color=[lo], showscale=True,
         colorbar=dict(title=dict(text=_BAR_TITLE[mode] + (" per map" if bar else ""), side="right"), thickness=12,
                       len=0.8)))
-    contour = []
-    if otsu:
-        xs, ys = _contours(otsu_mask(saliency, size), 1.0)
-        contour.append(go.Scatter(x=[x / f if x is not None else None for x in xs],
-                                  y=[y / f if y is not None else None for y in ys], mode="lines", legendgroup="otsu",
-                                  line=dict(color="#39ff14", width=1.5), name="Otsu segmentation (scored for IoU)"))
+    contour = [_segmentation_trace(segmentation, f)] if otsu and segmentation is not None else []
     return rgb, [colour_bar], contour
+
+
+def _check_segmentation(segmentation, shape: tuple[int, int]) -> None:
+    if segmentation is not None and np.shape(segmentation) != tuple(shape):
+        raise DataError(f"a segmentation of shape {np.shape(segmentation)} cannot outline a film of "
+                        f"{tuple(shape)}: score the map at the film's size")
 
 
 def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tuple[int, int], float]:
@@ -207,17 +218,20 @@ def _legend_below() -> dict:
 def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
                 points=(), mode: str = "normalized", colormap: str = "jet", alpha: float = 0.6, floor: float = 0.2,
                 top_k: float | None = None, smooth: bool = False, level: tuple[float, float] = (127.5, 255.0),
-                show_map: bool = True, otsu: bool = True, height: int = 620, title: str = "",
-                revision: str = "") -> go.Figure:
+                show_map: bool = True, otsu: bool = True, segmentation: np.ndarray | None = None,
+                height: int = 620, title: str = "", revision: str = "") -> go.Figure:
     """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
-    at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``.
-    Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
+    at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``;
+    ``segmentation``: the scored Otsu mask at the film's size, outlined when ``otsu`` (None: no
+    contour). Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
     h, w = image.shape
+    _check_segmentation(segmentation, image.shape)
     rgb, size, f = _film(image, level)
     traces: list = []
     if saliency is not None and show_map:
         rgb, bar, contour = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha,
-                                        floor=floor, top_k=top_k, smooth=smooth, otsu=otsu)
+                                        floor=floor, top_k=top_k, smooth=smooth, otsu=otsu,
+                                        segmentation=segmentation)
         traces = bar + contour
     fig = go.Figure([_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
     fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
@@ -234,7 +248,8 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
     """Several films in one figure: a grid of explainers of one case, or the two sides of a compare.
 
     Each panel is a dict with ``image``, ``saliency`` (or None), ``title`` and optionally
-    ``masks``/``boxes``/``points`` as for ``film_figure`` and ``dim`` (a factor on the opacity:
+    ``masks``/``boxes``/``points``/``segmentation`` as for ``film_figure`` and
+    ``dim`` (a factor on the opacity:
     the previous map, dimmed, while a new one computes). Every map is normalised the same way
     (``mode``) onto one shared colour bar (0–1, or −1–1 for ``raw``), so a colour means the same in
     every panel. Zoom and pan are shared between panels of the same film size (one case); readers
@@ -253,12 +268,14 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
     for k, panel in enumerate(panels):
         row, col = k // columns + 1, k % columns + 1
         image = panel["image"]
+        _check_segmentation(panel.get("segmentation"), image.shape)
         rgb, size, f = _film(image, level)
         extra: list = []
         if panel.get("saliency") is not None and show_map:
             rgb, bar, contour = _map_layers(rgb, panel["saliency"], size, f, mode=mode, colormap=colormap,
-                                            alpha=alpha * panel.get("dim", 1.0),
-                                            floor=floor, top_k=top_k, smooth=smooth, otsu=otsu, bar=shared_bar)
+                                            alpha=alpha * panel.get("dim", 1.0), floor=floor, top_k=top_k,
+                                            smooth=smooth, otsu=otsu, bar=shared_bar,
+                                            segmentation=panel.get("segmentation"))
             is_bar = bool(bar and bar[0].marker.showscale)
             extra = ([] if is_bar and bar_drawn else bar) + contour
             bar_drawn |= is_bar

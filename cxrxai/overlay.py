@@ -13,7 +13,6 @@ import numpy as np
 
 from .errors import DataError, UnknownNameError
 from .labels import FINDINGS
-from .metrics.localization import otsu_mask
 from .postprocess import minmax, positive, upsample
 
 __all__ = [
@@ -116,17 +115,24 @@ def display_scale(shape: tuple[int, int], scale: float = 2, max_side: int = MAX_
 
 def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: str = "normalized",
                 alpha: float = 0.45, colormap: str = "jet", masks=(), boxes=(), scale: float = 2,
-                max_side: int = MAX_DISPLAY_SIDE) -> np.ndarray:
+                max_side: int = MAX_DISPLAY_SIDE, segmentation: np.ndarray | None = None) -> np.ndarray:
     """The radiograph at :func:`display_scale` with a saliency overlay and ground truth outlines.
 
     Map, masks and boxes are resampled to the same display grid as the film, so they stay where
     they are on the film whatever its size and aspect. ``mode``: ``normalized`` — positive part,
     upsampled bilinearly, min–max; ``raw`` — signed map on a diverging scale (blue negative, red
-    positive, 0 transparent-grey); ``otsu`` — only the contour of the CheXlocalize Otsu
-    segmentation (computed on the map upsampled to the display grid).
+    positive, 0 transparent-grey); ``otsu`` — no colour, only the ``segmentation`` contour.
+    ``segmentation`` (the scored Otsu mask at the image's size, :func:`cxrxai.panel.score_panel`)
+    is outlined in every mode; nothing here segments a map itself.
     """
     if mode not in DISPLAY_MODES:
         raise UnknownNameError("display mode", mode, DISPLAY_MODES)
+    if mode == "otsu" and segmentation is None:
+        raise DataError("display mode otsu outlines a scored segmentation: pass segmentation= "
+                        "(cxrxai.panel.score_panel gives the one the IoU was computed from)")
+    if segmentation is not None and np.shape(segmentation) != image.shape:
+        raise DataError(f"a segmentation of shape {np.shape(segmentation)} cannot outline an image of "
+                        f"{image.shape}")
     h, w = image.shape
     f = display_scale((h, w), scale, max_side)
     size = (max(1, round(h * f)), max(1, round(w * f)))
@@ -145,8 +151,10 @@ def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: 
             color[..., 2] = np.clip(-signed, 0, 1) * 255  # blue: negative
             weight = np.abs(signed)[..., None] * alpha
             rgb = (rgb * (1 - weight) + color * weight).astype(np.uint8)
-        else:
-            rgb = draw_masks(rgb, [("", otsu_mask(saliency, size))], thickness=2)
+    if segmentation is not None:
+        seg = cv2.resize(np.asarray(segmentation, np.uint8), (size[1], size[0]),
+                         interpolation=cv2.INTER_NEAREST)
+        rgb = draw_masks(rgb, [("", seg)], thickness=2)
     thick = max(1, round(f))
     rgb = draw_masks(rgb, [(lab, cv2.resize(m.astype(np.uint8), (size[1], size[0]), interpolation=cv2.INTER_NEAREST))
                            for lab, m in masks], thickness=thick)

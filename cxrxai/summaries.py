@@ -167,12 +167,13 @@ def outcome(ground_truth, predicted) -> np.ndarray:
 
 def case_table(store: Store, model_id: str, *, split: str | None = None, method: str | None = None,
                params_key: str | None = None, reader: str = "gt") -> pd.DataFrame:
-    """One row per image × finding: demographics, probability, threshold, truth, outcome, and —
-    when ``method`` is given — that map's stored IoU, hit and AUC. ``split``: see
-    :func:`resolve_split` (default: test when the model has test predictions, else all)."""
+    """One row per image × finding of ``model_id`` (a column): demographics, probability, threshold,
+    truth, outcome, and — when ``method`` is given — that map's stored IoU, hit and AUC. ``split``:
+    see :func:`resolve_split` (default: test when the model has test predictions, else all)."""
     t = store.prediction_table(model_id, split=resolve_split(store, model_id, split))
     t = t[t.label != NO_FINDING].copy()
     t["outcome"] = outcome(t["ground_truth"], t["predicted"])
+    t["model_id"] = model_id  # whose numbers these are (a panel refuses another model's: cxrxai.panel)
     if method is not None:
         loc = store.table("localization", model_id=model_id, source="explainer", method=method, reader=reader)
         if not loc.empty:  # one setting: the given one, else the method's default (not a sweep setting)

@@ -10,28 +10,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from cxrxai import film, viz
+from cxrxai import film
 from cxrxai.explain import get, method_names
 from pages import _common as ui
 from pages import _viewer
 
-__all__ = ["compare", "defaults", "grid", "outcome"]
+__all__ = ["compare", "defaults", "grid"]
 
 GRID_MAX = 6
 
 
-def outcome(store, model_id: str, case_id: str, label: str) -> str:
-    """``P 0.83 (threshold 0.45) · TP`` of one model on one case and finding, or why there is none."""
-    cases = ui.case_table(str(store.path), ui.version(store), model_id, split="all")  # any split
-    row = cases[(cases.image_id == case_id) & (cases.label == label)]
-    if row.empty:
-        return f"no {label} prediction of {model_id} for this image"
-    r = row.iloc[0]
-    return viz.decision_text(r["prob"], r["threshold"], r["outcome"])
-
-
 def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str]) -> None:
-    """Two panels — two explainers, two models or two cases — in one figure with zoom synced."""
+    """Two panels — two explainers, two models or two cases — in one figure with zoom synced. The
+    left panel shows the page's Model, the right one has its own picker (starting at the page's)."""
     specs = []
     for slot, col in enumerate(st.columns(2)):
         def key(name: str, slot=slot) -> str:
@@ -42,8 +33,10 @@ def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str])
             case = st.selectbox("Case", options, key=ui.kept(key("case"), case_id, allowed=options)) if slot else case_id
             methods = method_names()
             chosen_model, method, params = _viewer.model_and_method(
-                store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
-            specs.append({"slot": str(slot), "model": chosen_model, "case": case, "method": method, "params": params})
+                store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None,
+                own_model=bool(slot))
+            specs.append({"slot": str(slot), "model": chosen_model, "case": case, "method": method,
+                          "params": params, "state": _viewer.state_of(store, chosen_model, case, label)})
 
     _fragment("compare")(store, case_id, label, specs, "compare")
 
@@ -62,8 +55,9 @@ def grid(store, model_id: str, case_id: str, label: str) -> None:
     if not chosen:
         st.info("Choose at least one explainer.")
         return
-    specs = [{"slot": f"g{k}", "model": model_id, "case": case_id, "method": m, "params": defaults(m)}
-             for k, m in enumerate(chosen)]
+    state = _viewer.state_of(store, model_id, case_id, label)
+    specs = [{"slot": f"g{k}", "model": model_id, "case": case_id, "method": m, "params": defaults(m),
+              "state": state} for k, m in enumerate(chosen)]
     _fragment("grid")(store, case_id, label, specs, "grid")
 
 
@@ -96,21 +90,24 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
                 for s in specs]
     _viewer.set_polling(name, any(r.source == "computing" for r in resolved))
-    panels, truths = [], []
+    panels, truths, scores = [], [], []
     for s, r in zip(specs, resolved):
-        truth = _viewer.ground_truth(ui.truth(path, built, s["case"]), label, readers)
+        gt = ui.truth(path, built, s["case"])
+        truth = _viewer.ground_truth(gt, label, readers)
         truths.append(truth)
         img = ui.image(path, built, s["case"])
-        s["outcome"] = outcome(store, s["model"], s["case"], label)
-        short = s["outcome"].split(" (")[0]
-        title = f"{get(s['method']).title} · {s['model']}<br>{s['case']} · {short}"
-        if "(threshold" in s["outcome"]:  # the outcome after the probability; a missing one is said once
-            title += f" · {s['outcome'].rsplit(' · ', 1)[-1]}"
-        panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title, **truth})
+        scores.append(_viewer.scored(s["state"], r, gt, img.shape))
+        decision = s["state"].decision
+        title = f"{get(s['method']).title} · {s['model']}<br>{s['case']} · {decision.split(' (')[0]}"
+        if "(threshold" in decision:  # the outcome after the probability; a missing one is said once
+            title += f" · {decision.rsplit(' · ', 1)[-1]}"
+        panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title,
+                       "segmentation": scores[-1].mask, **truth})
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
     # kept per (panels, display) like the single view's film: a poll with no new partial map redraws nothing
     signature = (path, built, label, columns, repr(sorted(display.items())), tuple(readers),
-                 *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"]) for s, p in zip(specs, panels)))
+                 *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
+                   for s, p in zip(specs, panels)))
     fig = ui.session_memo(f"film_{name}", signature, lambda: film.film_grid(
         panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
         height_per_row=420 if columns == 2 else 320, **display))
@@ -119,10 +116,10 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
                "shared between panels of the same film size.")
     per_row = min(len(specs), 3)
     cells = [c for start in range(0, len(specs), per_row) for c in st.columns(per_row)]
-    for s, r, truth, col in zip(specs, resolved, truths, cells):
+    for s, r, truth, score, col in zip(specs, resolved, truths, scores, cells):
         with col:
-            st.caption(f"**{_title(s)}** · {s['case']} · {s['outcome']} · "
-                       f"{r.source}")
-            _viewer.details(store, s["model"], s["case"], label, s["method"], s["params"], display, truth, r,
-                            s["slot"])
+            st.caption(f"**{_title(s)}** · {s['case']} · {s['state'].decision} · {r.source}")
+            if r.shown is not None:
+                st.caption(score.caption)
+            _viewer.details(store, s["state"], s["method"], s["params"], display, truth, r, score, s["slot"])
 

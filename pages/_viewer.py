@@ -15,7 +15,7 @@ from cxrxai import film, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
 from cxrxai.live import JobState, case_job, warm_job
 from cxrxai.metrics import registry as metrics
-from cxrxai.metrics.registry import score_map
+from cxrxai.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
 from pages import _common as ui
 
 #: How often a computing map refreshes its progress and partial result. Each refresh costs the
@@ -83,11 +83,20 @@ def warm(store, model_id: str) -> None:
         ui.worker().submit(warm_job(*live))
 
 
-def model_and_method(store, model_id: str, key, *, first: str | None = None) -> tuple[str, str, dict]:
-    """Model, explainer and the explainer's parameters of one panel (widgets keyed by ``key``)."""
-    models = store.models()["model_id"].tolist()
+def model_and_method(store, model_id: str, key, *, first: str | None = None, own_model: bool = False
+                     ) -> tuple[str, str, dict]:
+    """Model, explainer and the explainer's parameters of one panel (widgets keyed by ``key``).
+
+    A panel's model is the page's Model; with ``own_model`` (the compare layout's second panel) it
+    has a picker of its own, which starts at the page's Model. Never two pickers for one panel."""
     c1, c2 = st.columns(2)
-    chosen_model = c1.selectbox("Model", models, key=ui.kept(key("model"), model_id, allowed=models))
+    chosen_model = model_id
+    if own_model:
+        models = store.models()["model_id"].tolist()
+        chosen_model = c1.selectbox("This panel's model", models,
+                                    key=ui.kept(key("model"), model_id, allowed=models),
+                                    help="starts at the page's Model; every number in this panel is this "
+                                         "model's")
     methods = method_names()
     method = c2.selectbox("Explainer", methods, key=ui.kept(key("method"), first or methods[0], allowed=methods),
                           format_func=lambda m: get(m).title)
@@ -105,19 +114,25 @@ def readers_of(store, case_id: str, label: str, key) -> list[str]:
     return st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
 
 
+def state_of(store, model_id: str, case_id: str, label: str) -> PanelState:
+    """A panel's model with that model's probability, threshold and outcome on the case (one read
+    of that model's case table, every split: the explorer opens a case of any split): every number a
+    panel prints comes from this."""
+    cases = ui.case_table(str(store.path), ui.version(store), model_id, split="all")
+    return panel_state(cases, model_id, case_id, label)
+
+
 def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
 
-    methods = method_names()
-    chosen_model, method, params = model_and_method(
-        store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None)
+    _, method, params = model_and_method(store, model_id, key)
     # The display controls and the map are one fragment: a display click (the Map toggle, the
     # opacity) reruns only this panel, not the page's filters and case table; while a live job
     # runs the fragment polls itself every POLL_S seconds and stops once the job has finished.
     polling = st.session_state.get(key("polling"), False)
     view = st.fragment(_map_view, run_every=POLL_S if polling else None)
-    view(store, chosen_model, case_id, label, method, params, slot)
+    view(store, state_of(store, model_id, case_id, label), method, params, slot)
 
 
 MODES = film.DISPLAY_MODES
@@ -135,7 +150,8 @@ def display_controls(key, pixel_level: bool) -> dict:
     with st.expander("Display"):
         e1, e2 = st.columns(2)
         otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
-                         help="the segmentation IoU is scored on (CheXlocalize: min–max, then Otsu's threshold)")
+                         help="the segmentation the IoU below was scored on (positive part, min–max, Otsu's "
+                              "threshold, as CheXlocalize); none for a partial map")
         smooth = e2.toggle("Smooth", key=ui.kept(key(f"smooth_{int(pixel_level)}"), pixel_level),
                            help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
         alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
@@ -196,10 +212,23 @@ def ground_truth(gt: dict, label: str, readers) -> dict:
             "points": [(r, pt) for lab, r, pt in gt["points"] if lab == label and r in readers]}
 
 
-def _map_view(store, model_id, case_id, label, method, params, slot) -> None:
+def scored(state: PanelState, r: Resolved, gt: dict, shape: tuple[int, int]) -> PanelScore:
+    """The panel's segmentation and scores (one library call, memoized per map: a display click or
+    a poll scores nothing again); a partial map is neither."""
+    partial = "still computing" if r.job is not None else None
+    if r.source.startswith("cancelled"):
+        partial = "cancelled"
+    truth = reference_truth(gt["masks"], state.label, shape)
+    return ui.session_memo("scores", (state, ui.digest(r.saliency), ui.digest(truth), partial),
+                           lambda: score_panel(state, r.saliency, truth, partial=partial), size=8)
+
+
+def _map_view(store, state: PanelState, method, params, slot) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
 
+    model_id, case_id, label = state.model_id, state.case_id, state.label
+    st.markdown(f"**{model_id}** · {state.decision}")
     display = display_controls(key, get(method).kind == "pixel")
     readers = readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
@@ -208,37 +237,44 @@ def _map_view(store, model_id, case_id, label, method, params, slot) -> None:
     r = resolve(store, model_id, case_id, label, method, params, slot)
     set_polling(str(slot), r.source == "computing")
     truth = ground_truth(gt, label, readers)
+    score = scored(state, r, gt, img.shape)
     # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
     # (no blending, contouring or PNG encoding again).
     signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim, repr(sorted(display.items())),
-                 tuple(readers))
+                 tuple(readers), ui.digest(score.mask))
     fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
-        img, r.shown, **truth, revision=f"{case_id}-{label}", **{**display, "alpha": display["alpha"] * r.dim}))
+        img, r.shown, **truth, segmentation=score.mask, revision=f"{case_id}-{label}",
+        **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
-    details(store, model_id, case_id, label, method, params, display, truth, r, slot)
+    if r.shown is not None:
+        st.caption(score.caption)
+    details(store, state, method, params, display, truth, r, score, slot)
 
 
-def details(store, model_id, case_id, label, method, params, display, truth, r: Resolved, slot) -> None:
+def details(store, state: PanelState, method, params, display, truth, r: Resolved, score: PanelScore,
+            slot) -> None:
     """Under a film: progress and Cancel while computing, then the scores and the downloads."""
     if r.job is not None:  # scores and downloads wait for the finished (or cancelled) map
         _progress(r.job, method, params, slot)
         return
     if r.saliency is None:
         return
-    path, built = str(store.path), ui.version(store)
-    img, gt = ui.image(path, built, case_id), ui.truth(path, built, case_id)
-    _scores(r.saliency, gt, img, label)
+    model_id, case_id, label = state.model_id, state.case_id, state.label
+    img = ui.image(str(store.path), ui.version(store), case_id)
+    _scores(score)
     what = f"{get(method).title} {describe(params)}".strip()
     stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
     masks, saliency = truth["masks"], r.saliency
-    legend = [f"{case_id} · {label} · model {model_id}", f"{what} · {r.source}",
-              f"readers: {', '.join(sorted(masks)) or 'none'} · colour map {display['colormap']} (0 → 1: min → max)"]
+    readers = ", ".join(sorted(masks)) or "none"
+    legend = [f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
+              f"readers: {readers} · colour map {display['colormap']} (0 → 1: min → max)"
+              + (" · green: the scored Otsu segmentation" if score.mask is not None else "")]
 
     def png() -> np.ndarray:
         rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
                                   masks=[(label, m) for m in masks.values()],
-                                  boxes=[(label, b) for _, b in truth["boxes"]])
+                                  boxes=[(label, b) for _, b in truth["boxes"]], segmentation=score.mask)
         return overlay.with_legend(rgb, legend)
 
     c1, c2 = st.columns(2)
@@ -257,14 +293,15 @@ def _slug(params: dict) -> str:
     return "".join(f"-{k}{v}" for k, v in params.items())
 
 
-def _scores(saliency, gt, img, label) -> None:
-    truth = next((m for (lab, r), m in gt["masks"].items() if lab == label and r == "gt"), np.zeros(img.shape, bool))
-    # a display click or a poll would score the same map again
-    s = ui.session_memo("scores", (ui.digest(saliency), ui.digest(truth)), lambda: score_map(saliency, truth), size=8)
+def _scores(score: PanelScore) -> None:
+    """The numbers the panel's segmentation was scored with (none for a map that was not scored)."""
+    if not score.scores:
+        return
     for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
-        metric, value = metrics.get(name), s[name]
+        metric, value = metrics.get(name), score.scores[name]
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
-        why = " (no lesion of this finding on this image)" if np.isnan(value) else ""
+        why = "" if not np.isnan(value) else " (no segmentation: see the caption above)" if (
+            name == "iou" and score.mask is None) else " (no lesion of this finding on this image)"
         col.metric(metric.label, shown, help=f"{metric.help}{why}; against the reference reader (gt). {metric.reference}")
 
 

@@ -9,7 +9,7 @@ Selections made on other pages arrive as filters (a TPR bar: that group's positi
 import pandas as pd
 import streamlit as st
 
-from cxrxai import summaries, viz
+from cxrxai import summaries
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
@@ -98,9 +98,9 @@ def _known(value, missing: str):
     return missing if value is None or pd.isna(value) or value == "" else value
 
 
-age = _known(row["age"], None)
-st.markdown(f"{viz.decision_text(row['prob'], row['threshold'], row['outcome'])} · {_known(row['sex'], 'sex missing')}, "
-            f"{'age missing' if age is None else f'{age:g} y'} · {_known(row['view'], 'view missing')}")
+age = _known(row["age"], None)  # the model's probability and outcome are each panel's own (its model's)
+st.markdown(f"{_known(row['sex'], 'sex missing')}, {'age missing' if age is None else f'{age:g} y'} · "
+            f"{_known(row['view'], 'view missing')}")
 with st.expander("Every label's probability for this image"):
     ui.table(summaries.case_probabilities(cases, case_id))
 

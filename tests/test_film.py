@@ -48,8 +48,10 @@ def test_the_figure_draws_every_reader_box_point_the_otsu_contour_and_a_colour_b
     hb[105:145, 55:110] = True
     sal = np.zeros((7, 7), np.float32)
     sal[2:4, 1:4] = 3.0
+    segmentation = np.zeros(film.shape, bool)
+    segmentation[90:160, 40:130] = True  # the scored Otsu mask (cxrxai.panel.score_panel): outlined, never recomputed
     fig = film_figure(film, sal, masks={"gt": gt, "hb": hb}, boxes=[("gt", (50, 100, 70, 50))],
-                      points=[("hb", (80.0, 120.0))], floor=0.1)
+                      points=[("hb", (80.0, 120.0))], floor=0.1, segmentation=segmentation)
     traces = _by_name(fig)
     assert {"reference (gt)", "reader hb", "reference (gt) box", "reader hb point",
             "Otsu segmentation (scored for IoU)"} <= set(traces)
@@ -58,6 +60,8 @@ def test_the_figure_draws_every_reader_box_point_the_otsu_contour_and_a_colour_b
     xs = [x for x in ref.x if x is not None]
     ys = [y for y in ref.y if y is not None]
     assert (min(xs), max(xs), min(ys), max(ys)) == (50, 119, 100, 149)  # the mask's outline, film pixels
+    otsu = traces["Otsu segmentation (scored for IoU)"]
+    assert (min(x for x in otsu.x if x is not None), max(y for y in otsu.y if y is not None)) == (40, 159)
     box = traces["reference (gt) box"]
     assert list(box.x[:5]) == [50, 120, 120, 50, 50] and list(box.y[:5]) == [100, 100, 150, 150, 100]
     assert list(traces["reader hb point"].x) == [80.0]

@@ -38,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "film": BASE | {"metrics", "overlay"},
     "display": BASE,
     "viz": BASE | {"metrics", "display"},
+    "panel": BASE | {"metrics", "display"},
     "exports": BASE | {"data", "metrics", "store", "explain"},
     "provenance": BASE | {"reports"},
     "live": BASE | {"data", "models", "store", "explain"},

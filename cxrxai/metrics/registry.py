@@ -1,11 +1,13 @@
 """The localization metric registry: what each stored number is, how it is computed, which way is better.
 
-:func:`score_map` prepares one map against one mask once (positive part, bilinear upsampling to
-the mask, Otsu segmentation, the probability gate) and computes every registered
-:class:`Metric` from it; the localization stage stores the result, pages take each metric's
-label and explanation from here, and ranking/plots read ``higher_is_better``. Adding a metric is
-its function plus one :func:`register` call and its column in the ``localization`` table (the
-store refuses unknown columns); see "Add a metric" in the README.
+:func:`segment_and_score` prepares one map against one mask once (positive part, bilinear
+upsampling to the mask, Otsu segmentation, the probability gate), computes every registered
+:class:`Metric` from it and returns the segmentation with the scores: the localization stage
+stores those scores, and the explorer draws that very mask beside them (:mod:`cxrxai.panel`);
+pages take each metric's label and explanation from here, and ranking/plots read
+``higher_is_better``. Adding a metric is its function plus one :func:`register` call and its
+column in the ``localization`` table (the store refuses unknown columns); see "Add a metric" in
+the README.
 
 >>> import numpy as np
 >>> truth = np.zeros((4, 4), bool); truth[:2, :2] = True
@@ -27,7 +29,8 @@ from .. import postprocess
 from ..errors import MetricError, UnknownNameError
 from .localization import coarse_pointing_game, iou, otsu_mask, pointing_game, probability_gate, ranking_metrics
 
-__all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "get", "metric_names", "register", "score_map", "unregister"]
+__all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "Segmented", "get", "metric_names", "register",
+           "score_map", "segment_and_score", "unregister"]
 
 CATEGORIES = ("overlap", "pointing", "ranking", "area")
 
@@ -108,14 +111,32 @@ def metric_names(*, category: str | None = None) -> list[str]:
     return [m.name for m in METRICS.values() if category is None or m.category == category]
 
 
-def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None, threshold: float | None = None
-              ) -> dict:
-    """Every registered metric of one native map against one mask, plus ``gt_positive``."""
+@dataclass(frozen=True)
+class Segmented:
+    """One map scored against one mask: ``mask`` is the Otsu segmentation (bool, the mask's shape)
+    the overlap metrics in ``scores`` were computed from — the array itself, read-only, so a viewer
+    draws exactly what was scored."""
+
+    mask: np.ndarray = field(repr=False)
+    scores: dict
+
+
+def segment_and_score(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
+                      threshold: float | None = None) -> Segmented:
+    """Every registered metric of one native map against one mask (plus ``gt_positive``), and the
+    segmentation they were computed from."""
     scored = Scored(native, truth, prob=prob, threshold=threshold)
     out: dict = {"gt_positive": scored.has_truth}
     for m in METRICS.values():
         out[m.name] = float(m.compute(scored)) if scored.has_truth or not m.needs_truth else np.nan
-    return out
+    scored.segmentation.flags.writeable = False  # what is drawn cannot drift from what was scored
+    return Segmented(scored.segmentation, out)
+
+
+def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
+              threshold: float | None = None) -> dict:
+    """The scores of :func:`segment_and_score` alone."""
+    return segment_and_score(native, truth, prob=prob, threshold=threshold).scores
 
 
 SAPORTA = "Saporta et al., Nat. Mach. Intell. 2022, doi:10.1038/s42256-022-00536-x"

@@ -26,7 +26,7 @@ from ..metrics.localization import (
     iou,
     points_hit,
 )
-from ..metrics.registry import score_map
+from ..metrics.registry import score_map, segment_and_score
 from ..store import params_key
 
 __all__ = ["BASELINES", "REFERENCE", "average_masks", "baseline_stage", "geometry_stage", "image_sizes", "localization_stage",
@@ -124,8 +124,8 @@ def localization_stage(ctx) -> dict:
                 rows.append({"model_id": mid, "image_id": stored.image_id, "label": stored.label, "method": method,
                              "params_key": key, "reader": reader, "prob": float(p["prob"]),
                              "predicted": bool(p["predicted"]) if pd.notna(p["predicted"]) else None,
-                             **score_map(native, truth, prob=float(p["prob"]),
-                                         threshold=float(p["threshold"]) if pd.notna(p["threshold"]) else None)})
+                             **segment_and_score(native, truth, prob=float(p["prob"]), threshold=float(
+                                 p["threshold"]) if pd.notna(p["threshold"]) else None).scores})
             n += 1
             if len(rows) >= 500:
                 ctx.writer.put_table("localization", pd.DataFrame(rows))

@@ -17,7 +17,7 @@ from test_pages import _app  # tests/app is on sys.path (no __init__.py)
 
 import pages._common as ui
 import pages._viewer as viewer
-from cxrxai import film, overlay
+from cxrxai import film, overlay, panel
 from cxrxai.live import JobState
 from cxrxai.metrics import registry as metrics
 from cxrxai.store import open_store
@@ -72,7 +72,7 @@ def counted(monkeypatch):
         return wrapper
 
     monkeypatch.setattr(film, "film_figure", counting("film", film.film_figure))
-    monkeypatch.setattr(viewer, "score_map", counting("score", viewer.score_map))
+    monkeypatch.setattr(panel, "segment_and_score", counting("score", panel.segment_and_score))
     monkeypatch.setattr(overlay, "render_case", counting("png", overlay.render_case))
     return calls
 
