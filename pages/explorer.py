@@ -38,7 +38,7 @@ store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
 cases = ui.case_table(path, built, model_id, "gradcam")
 if cases.empty:
-    ui.missing(f"predictions of {model_id}", store=store)
+    ui.missing(f"predictions of {model_id}", store=store, model_id=model_id)
     st.stop()
 split = cases["split"].iloc[0] if cases["split"].nunique() == 1 else "all"
 params_in_url = {p: f"{p[2:]}_0" for p in st.query_params if p.startswith("p_")}
