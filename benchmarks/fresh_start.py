@@ -87,12 +87,11 @@ def _milestones(steps: list[dict], finished_s: float) -> dict:
 
 
 def _stop_build(store: Path) -> None:
-    """The background build outlives the app on purpose (a restart resumes it); the benchmark stops it."""
+    """The background build ends with the app's server (unless CXRXAI_BACKGROUND=keep is in the
+    environment); the benchmark stops it explicitly all the same, and waits for it."""
     from cxrxai.pipeline import background
 
-    status = background.read_status(store)
-    if status and status["running"]:
-        os.killpg(int(status["pid"]), signal.SIGTERM)
+    background.stop(store, wait_s=60.0)
 
 
 def main(argv=None) -> int:

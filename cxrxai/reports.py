@@ -64,7 +64,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         if loc.empty:
             raise StoreError(f"model {model_id!r} has no localization metrics for explainer {method!r} (table "
                              f"localization has {', '.join(have)}); "
-                             f"{fill_hint(store, 'localization', model_id).replace('gradcam,gradcam++', method)}")
+                             + fill_hint(store, "localization", model_id, method=method
+                                         ).replace("gradcam,gradcam++", method))
     if params_key is None:  # chosen on every case, not the slice, so every report scores the same setting
         loc = main_rows(loc, store.default_settings(model_id))
     elif params_key != "*":
@@ -180,8 +181,7 @@ def human_benchmark(store: Store, model_id: str, *, metric: str = "iou", method:
     hb = benchmark_reader or (readers[0] if readers else None)
     if hb is None:
         raise StoreError(f"model {model_id!r} has no second reader's scores (table localization, source reader); "
-                         "a dataset with one fills it, e.g. `python -m cxrxai precompute --dataset chexpert ... "
-                         "--data-option chexlocalize=DIR` with CheXlocalize's hb_annotations_test.json")
+                         f"{fill_hint(store, 'reader', model_id)}")
     method_cases = localization_cases(store, model_id, slice_="positive", method=method)
     hb_cases = localization_cases(store, model_id, slice_="positive", method=hb, source="reader")
     pred = method_cases.pivot_table(index="image_id", columns="label", values=metric, aggfunc="first")

@@ -11,10 +11,11 @@ from .errors import StoreError
 from .labels import AGE_BINS, NO_FINDING
 from .metrics.classification import auroc_ci
 from .store import CAM_ONLY_META, Store, main_rows
+from .store.status import BACKGROUND_ENV, background_mode, read_status
 
-__all__ = ["ALL", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases",
-           "finding_choices", "label_table", "model_performance", "outcome",
-           "prediction_table", "resolve_split", "split_choices"]
+__all__ = ["ALL", "FILLED_BY", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases",
+           "finding_choices", "label_table", "model_performance", "outcome", "prediction_table", "resolve_split",
+           "resume_hint", "split_choices"]
 
 #: The split name that means "every image with a prediction of the model".
 ALL = "all"
@@ -70,17 +71,180 @@ def fill_command(store: Store, what: str = "predictions") -> str:
     return f"python -m cxrxai precompute --model ... --explainers gradcam,gradcam++{extra}"
 
 
-def fill_hint(store: Store, what: str = "predictions", model_id: str | None = None) -> str:
-    """How the missing ``what`` of ``model_id`` gets filled, as the end of a sentence: the command
-    (:func:`fill_command`), or, for a model the build deliberately gives its CAMs only, that it
-    does and which model to pick instead."""
+#: Which steps of a build fill which evidence (the names of the stages that write it, as a build's
+#: plan names them), so a page can say when a running build will have it.
+FILLED_BY = {"predictions": ("predictions",), "thresholds": ("thresholds",),
+             "localization": ("localization (CAMs)", "localization"), "sweep": ("occlusion sweep",),
+             "reader": ("second reader",), "geometry": ("geometry",), "trust": ("trust",),
+             "fidelity": ("fidelity",), "shortcut": ("shortcut",)}
+#: Evidence of no particular model (a step of any model fills it).
+_ANY_MODEL = ("geometry", "shortcut")
+_CAMS = ("gradcam", "gradcam++")
+_RESUME = "python -m cxrxai demo --phase evidence"
+_READ = object()
+
+
+def fill_hint(store: Store, what: str = "predictions", model_id: str | None = None, *,
+              method: str | None = None, status: dict | None = _READ, mode: str | None = None) -> str:
+    """The one true sentence (its end) on how the missing ``what`` (a :data:`FILLED_BY` key) of
+    ``model_id`` (``method``: of that explainer) gets filled, from the build's actual ``status``
+    (default: the status file beside the store, :func:`~cxrxai.store.status.read_status`) and
+    ``mode`` (``CXRXAI_BACKGROUND``: on, off or keep; default: the environment's).
+
+    * a build computes it now → its round, step and stage and when it is expected; later in its
+      plan → the step that computes it and where the build is now;
+    * a stopped or failed build → how to resume it (the sidebar's Resume, or the command when
+      ``CXRXAI_BACKGROUND=0`` keeps the app from doing it);
+    * finished without it, or no build → the command that fills it (:func:`fill_command`);
+    * a model the build gives its CAMs only (a second seed) → a model that has it now, else which
+      one will have it and when;
+    * the human benchmark (``reader``) → what fills it in this store (the demo's second reader, or
+      which dataset's annotations would).
+    """
+    status = read_status(store.path) if status is _READ else status
+    mode = mode or background_mode()
     cam_only = json.loads(store.meta(CAM_ONLY_META) or "{}")
-    serves = cam_only.get(model_id) if model_id else None
-    if serves is None:
+    if model_id in cam_only and not (what == "localization" and method in _CAMS) \
+            and _step(status, what, model_id, method, start=1) is None:
+        return _seed_hint(store, what, model_id, cam_only, method=method, status=status, mode=mode)
+    hint = _build_hint(store, what, model_id, method=method, status=status, mode=mode)
+    return f"{_reader_source(store)}; {hint}" if what == "reader" else hint
+
+
+def _build_hint(store: Store, what: str, model_id: str | None, *, method, status: dict | None,
+                mode: str) -> str:
+    """:func:`fill_hint` for a model the build gives everything it computes."""
+    if status is None:
+        if mode == "off" and _is_demo(store) and not store.meta("evidence_built_at"):
+            return f"the app's background build is off ({BACKGROUND_ENV}=0): fill it with `{_RESUME}`"
         return f"fill it with `{fill_command(store, what)}`"
-    others = [m for m in store.models().model_id if m not in cam_only]
-    return (f"it is a second training of {serves!r}, kept for that model's repeatability, with its predictions "
-            f"and Grad-CAM / Grad-CAM++ maps only; pick {' or '.join(repr(m) for m in others)} here")
+    step = _step(status, what, model_id, method, start=status.get("stage_index") or 1)
+    if status.get("running"):
+        return _running_hint(store, what, status, step)
+    if status.get("state") in ("stopped", "failed"):
+        return _resume_hint(store, status, step, mode)
+    done = "the background build finished without it; " if status.get("plan") else ""
+    return f"{done}fill it with `{fill_command(store, what)}`"
+
+
+def _step(status: dict | None, what: str, model_id: str | None, method: str | None, *, start: int
+          ) -> tuple[int, list] | None:
+    """The first step (1-based, from ``start``) of the status's plan that fills ``what`` of ``model_id``."""
+    names = FILLED_BY.get(what, ())
+    if what == "localization" and method is not None and method not in _CAMS:
+        names = ("localization",)  # the CAMs' own scoring step scores the CAMs only
+    for k, (_round, _round_name, name, model) in enumerate((status or {}).get("plan") or [], start=1):
+        if k >= start and name in names and (what in _ANY_MODEL or model_id is None or model == model_id):
+            return k, [_round, _round_name, name, model]
+    return None
+
+
+def _where(status: dict, k: int, entry: list | None = None) -> str:
+    """"round 1 of 2 (first look), step 15 of 42 (maps of demo-resnet18)" for step ``k`` of the plan."""
+    r, round_name, name, model = entry or status["plan"][k - 1]
+    text = f"step {k} of {status.get('stages') or len(status['plan'])} ({name} of {model})"
+    rounds = status.get("rounds") or 0
+    return (f"round {r} of {rounds} ({round_name}), " if rounds > 1 else "") + text
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "its ETA comes with the step's first finished item"
+    return f"expected in about {max(1, round(seconds / 60))} min"
+
+
+def _running_hint(store: Store, what: str, status: dict, step: tuple[int, list] | None) -> str:
+    now = status.get("stage_index")
+    if not status.get("plan") or not now:  # a precompute, or a build that does not tell its plan
+        task = f"{status.get('stage', '…')} {status.get('done', 0)}/{status.get('total', 0)}"
+        return (f"a {status.get('phase') or 'build'} is writing this store now ({task}); what it computes "
+                "shows here as it is published")
+    if step is None:
+        return (f"the background build running now ({_where(status, now)}) does not compute it; once it has "
+                f"finished, fill it with `{fill_command(store, what)}`")
+    if step[0] == now:
+        return (f"the background build is computing it now: {_where(status, now)}, "
+                f"{_minutes(status.get('eta_s'))}")
+    _r, _name, name, model = status["plan"][now - 1]
+    return (f"the background build computes it at {_where(status, *step)}, after step {step[0] - 1}; "
+            f"it is at step {now} ({name} of {model}) now")
+
+
+def _resume_hint(store: Store, status: dict, step: tuple[int, list] | None, mode: str) -> str:
+    """A stopped or failed build: where it stopped and how to resume it under ``mode``."""
+    now = status.get("stage_index")
+    at = f"at {_where(status, now) if status.get('plan') and now else status.get('stage') or 'its start'}"
+    why = (f"failed {at}: {status.get('error')}" if status.get("state") == "failed" else
+           f"stopped {at}" + (f" ({status['stopped_by']})" if status.get("stopped_by") else ""))
+    before = f", before {_where(status, *step)} that computes it" if step and step[0] != now else ""
+    if str(status.get("phase", "")).startswith("precompute"):
+        return f"the {status['phase']} writing this store {why}; run the same command again to resume it"
+    how = (f"{BACKGROUND_ENV}=0 keeps the app from resuming it: resume it with `{_RESUME}`"
+           if mode == "off" else f"resume it with Resume in the sidebar (or `{_RESUME}`)")
+    return f"the background build {why}{before}; {how}"
+
+
+def resume_hint(store: Store, status: dict, *, mode: str | None = None) -> str:
+    """The sentence for a stopped or failed build (the sidebar's): where it stopped, why, and how to
+    resume it under ``mode`` (``CXRXAI_BACKGROUND``; default: the environment's)."""
+    text = _resume_hint(store, status, None, mode or background_mode())
+    return text[0].upper() + text[1:] + "."
+
+
+def _seed_hint(store: Store, what: str, model_id: str, cam_only: dict, *, method, status, mode) -> str:
+    """A second training of a model (repeatability only): point to a model that has ``what`` now,
+    else say which will have it and when."""
+    serves = cam_only[model_id]
+    head = (f"it is a second training of {serves!r}, kept for that model's repeatability, with its "
+            "predictions and Grad-CAM / Grad-CAM++ maps and their scores only")
+    others = sorted((m for m in store.models().model_id if m not in cam_only), key=lambda m: (m != serves, m))
+    have = [m for m in others if _has(store, what, m, method)]
+    if have:
+        return f"{head}; pick {' or '.join(repr(m) for m in have)} here, which has it now"
+    if not others:
+        return head
+    later = _build_hint(store, what, others[0], method=method, status=status, mode=mode)
+    return f"{head}; {others[0]!r} will have it: {later}"
+
+
+def _has(store: Store, what: str, model_id: str, method: str | None) -> bool:
+    """Whether ``model_id`` has rows of ``what`` (aggregate queries; the human benchmark's rows)."""
+    if what in ("predictions", "thresholds"):
+        return bool(store.prediction_splits(model_id))
+    if what == "sweep":
+        return len(store.map_settings(model_id, method="occlusion")) > 1
+    if what == "reader":
+        return not store.table("localization", model_id=model_id, source="reader").empty
+    if what == "trust":  # no params_key column: the rows themselves (hundreds)
+        return not store.table("trust", model_id=model_id).empty
+    if what not in ("localization", "fidelity"):
+        return False
+    scored = store.scored_settings(what, model_id)
+    return not (scored[scored.method == method] if method else scored).empty
+
+
+def _is_demo(store: Store) -> bool:
+    return "demo" in set(store.datasets().get("dataset", []))
+
+
+def _reader_source(store: Store) -> str:
+    """What fills the human benchmark in this store: the demo's second reader, the second readers
+    of the store's own annotations, or which annotations would."""
+    if _is_demo(store):
+        return ("the demo's second reader (hb-synthetic: the reference masks redrawn with a reader's "
+                "variation) fills it")
+    readers = store.annotation_readers()
+    others = readers[readers.reader != "gt"]
+    if not others.empty:
+        names = ", ".join(f"{d}: {', '.join(g.reader.astype(str))}" for d, g in others.groupby("dataset"))
+        return (f"the second readers of this store's annotations ({names}) fill it (the build's second "
+                "reader step)")
+    datasets = ", ".join(sorted(set(store.datasets().get("dataset", [])))) or "none"
+    return (f"this store's datasets ({datasets}) have no second reader's annotations, only the reference "
+            "(gt); "
+            "a second reader's outlines of the same images fill it: CheXpert's from CheXlocalize "
+            "(`python -m cxrxai precompute --dataset chexpert ... --data-option chexlocalize=DIR` with "
+            "hb_annotations_test.json in DIR) or VinDr-CXR's radiologists (each one a reader)")
 
 
 def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:

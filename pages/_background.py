@@ -1,22 +1,21 @@
 """The demo's background build as the pages see it: started once per server, its progress in the
-sidebar (stage, done/total, ETA), and new results picked up without a restart."""
+sidebar (stage, done/total, ETA) with a Stop (and a Resume once stopped), and new results picked up
+without a restart. The build stops with the server unless ``CXRXAI_BACKGROUND=keep``."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from cxrxai import paths
+from cxrxai import paths, summaries
 from cxrxai.pipeline import background
+from cxrxai.pipeline.background import BACKGROUND_ENV
 from cxrxai.store import Store
 from pages._cache import version
 
 __all__ = ["BACKGROUND_ENV", "background_build"]
 
-#: ``CXRXAI_BACKGROUND=0`` never starts the evidence build (the app serves what the store holds).
-BACKGROUND_ENV = "CXRXAI_BACKGROUND"
 REFRESH_S = 5.0
 
 
@@ -44,7 +43,7 @@ def background_build(store: Store) -> None:
         return
     if store.meta("evidence_built_at"):
         return
-    if os.environ.get(BACKGROUND_ENV, "1") != "0":
+    if background.background_mode() != "off":  # 0: never started (the app serves what the store holds)
         _started(str(store.path))
     with st.sidebar:
         st.fragment(_status, run_every=REFRESH_S)(store)
@@ -76,7 +75,9 @@ def _status(store: Store) -> None:
     st.markdown(f"**{phase[0].upper() + phase[1:]}** writing this store" if phase.startswith("precompute") else
                 "**Background build** (the costly explainers, fidelity and trust on enough cases)")
     if status is None:
-        st.caption(f"Not started ({BACKGROUND_ENV}=0?): run `python -m cxrxai demo --phase evidence`.")
+        off = background.background_mode() == "off"
+        st.caption(f"Not started: {BACKGROUND_ENV}=0 keeps the app from starting it; run `python -m cxrxai "
+                   "demo --phase evidence`." if off else "Not started yet.")
     elif status["running"]:
         done, total = status.get("done", 0), status.get("total", 0)
         if status.get("stages"):
@@ -88,9 +89,26 @@ def _status(store: Store) -> None:
     elif status["state"] == "finished":
         st.caption("Finished: every page shows the full evidence.")
     else:
-        st.warning(f"The background build {status['state']}"
-                   + (f": {status['error']}" if status.get("error") else "")
-                   + f". Restart the app to resume it (log: {background.log_path(store.path)}).")
+        st.warning(summaries.resume_hint(store, status) + f" Log: {background.log_path(store.path)}")
+    _controls(store, status)
     if version(store) != seen and st.button("Show new results", key="_new_results"):
         st.session_state["_seen_version"] = version(store)
         st.rerun(scope="app")
+
+
+def _controls(store: Store, status: dict | None) -> None:
+    """Stop a running build (cleanly: what it published stays, a later start resumes); Resume a stopped
+    one unless ``CXRXAI_BACKGROUND=0`` (the app then never starts it)."""
+    if status is None or str(status.get("phase", "")).startswith("precompute"):
+        return  # a precompute is the terminal's own: stopped there
+    if status["running"]:  # callbacks: the run they trigger draws the status they left
+        st.button("Stop", key="_stop_build", on_click=background.stop, args=(store.path,),
+                  help="Stop the background build; what it has published stays and a later start (Resume, "
+                       "or the next server) resumes where it stopped")
+    elif status["state"] != "finished" and background.background_mode() != "off":
+        st.button("Resume", key="_resume_build", on_click=_resume, args=(store.path,),
+                  help="Start the background build again where it stopped")
+
+
+def _resume(path) -> None:
+    background.ensure_started(path, complete=False)

@@ -58,11 +58,15 @@ def recalled(name: str, default=None):
     return st.session_state.get(SELECTED[name], default)
 
 
-def missing(what: str, command: str | None = None, *, store: Store | None = None, table: str = "predictions") -> None:
-    """Say what the store lacks and the command that fills it (the demo build for the demo store,
-    a precompute or an import for a real one)."""
-    command = command or (summaries.fill_command(store, table) if store is not None else "python -m cxrxai demo")
-    st.info(f"The store has no {what} yet. Fill it with `{command}` — this page updates when it is published.")
+def missing(what: str, command: str | None = None, *, store: Store | None = None, table: str = "predictions",
+            model_id: str | None = None) -> None:
+    """Say what the store lacks and what fills it, and when (:func:`cxrxai.summaries.fill_hint`: a
+    build computing it now, a stopped one to resume, or the command)."""
+    if command is None and store is not None:
+        hint = summaries.fill_hint(store, table, model_id)
+    else:
+        hint = f"fill it with `{command or 'python -m cxrxai demo'}`"
+    st.info(f"The store has no {what} yet; {hint}. This page updates when it is published.")
 
 
 def explainer_select(store: Store, model_id: str, *, key: str, container=st, label: str = "Explainer") -> str:

@@ -44,7 +44,7 @@ split = st.radio("Split", list(have), horizontal=True, format_func=lambda s: f"{
                  key=ui.kept("f_split", next(iter(have)), allowed=list(have)))
 cases = ui.case_table(path, built, model_id, "gradcam", split=split)
 if cases.empty:
-    ui.missing(f"predictions of {model_id}", store=store)
+    ui.missing(f"predictions of {model_id}", store=store, model_id=model_id)
     st.stop()
 
 with st.expander("Filters", expanded=True):

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 from ..models.train import TrainConfig
-from ..pipeline.background import StatusWriter
+from ..pipeline.background import BuildStopped, StatusWriter, stoppable
 from ..pipeline.demo import PHASES
 from . import Bars, _add_phantom, _phantom_config, _schedule, command
 
@@ -131,13 +131,17 @@ def _demo(args) -> int:
     cache = model.with_suffix(".predictions.npz")
     try:
         quick = args.phase == "quick"
-        report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
-                            config=_phantom_config(args), progress=progress, fresh=args.fresh,
-                            stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
-                            prediction_cache=None if args.recompute_predictions else cache,
-                            write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
-                            rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
-                            on_stage=status.stage if status is not None else None)
+        with stoppable(status):  # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
+            report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
+                                config=_phantom_config(args), progress=progress, fresh=args.fresh,
+                                stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
+                                prediction_cache=None if args.recompute_predictions else cache,
+                                write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
+                                rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
+                                on_stage=status.stage if status is not None else None)
+    except BuildStopped as err:  # the status says so (stoppable); the store stays as last published
+        print(f"stopped: {err}; `python -m cxrxai demo --phase {args.phase}` resumes", file=sys.stderr)
+        return 3
     except BaseException as err:
         if status is not None:
             status.finish(error=f"{type(err).__name__}: {err}")

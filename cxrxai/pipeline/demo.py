@@ -256,7 +256,9 @@ def _run_rounds(ctx: BuildContext, rounds: list[Round], others: list, eval_ids: 
     model = ctx.model
     plans = [(rnd, _round_runs(rnd, model, others)) for rnd in rounds]
     total = sum(len(st) for _, runs in plans for _, st in runs)
-    where = {"rounds": len(rounds), "stages": total, "stage": 0}
+    where = {"rounds": len(rounds), "stages": total, "stage": 0,  # the plan: every step, told once
+             "plan": [[r, rnd.name, st.name, model.spec.name if other is None else other.spec.name]
+                      for r, (rnd, runs) in enumerate(plans, start=1) for other, own in runs for st in own]}
     for r, (rnd, runs) in enumerate(plans, start=1):
         rep = report if len(rounds) == 1 else report.setdefault(rnd.name or f"round {r}", {})
         tag = f"{rnd.name} · " if len(rounds) > 1 and rnd.name else ""
@@ -270,6 +272,7 @@ def _run_rounds(ctx: BuildContext, rounds: list[Round], others: list, eval_ids: 
                 where.update(stage=where["stage"] + 1, round=r, round_name=rnd.name, name=st.name, model=name)
                 if on_stage is not None:
                     on_stage(dict(where))
+                where.pop("plan", None)
                 run_stages(rctx, [st], out)
             if other is None:
                 rep.update(out)
@@ -297,7 +300,8 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     main model's stages, then each other model's, so every model has a first look at everything
     before any gets the full evidence (the report gets one entry per round). ``on_stage`` is told
     where the build is before each stage: ``{"round", "rounds", "round_name", "stage", "stages",
-    "name", "model"}`` (1-based counts over the whole build).
+    "name", "model"}`` (1-based counts over the whole build), the first time also ``"plan"``: every
+    step as ``[round, round name, stage name, model]``, in order.
     """
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)

@@ -198,6 +198,13 @@ class Queries(AuditQueries):
         where, params = _where(image_id=image_id, label=label, reader=reader)
         return self._df(f"SELECT * FROM annotations{where} ORDER BY image_id, label, reader, instance", params)
 
+    def annotation_readers(self) -> pd.DataFrame:
+        """dataset, reader, n (annotation rows): who drew each dataset's annotations (one aggregate query)."""
+        if not self.has_table("annotations"):
+            return pd.DataFrame(columns=["dataset", "reader", "n"])
+        return self._df("SELECT i.dataset, a.reader, count(*) AS n FROM annotations a "
+                        "JOIN images i USING (image_id) GROUP BY ALL ORDER BY ALL", [])
+
     # ------------------------------------------------------------------ models
     def models(self) -> pd.DataFrame:
         """Rows of ``models``; ``weights_path`` absolute (as :meth:`datasets`' ``root``)."""

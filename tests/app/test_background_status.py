@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -12,6 +15,7 @@ from test_pages import APP  # tests/app is on sys.path (no __init__.py)
 
 from cxrxai.pipeline import background
 from cxrxai.pipeline.demo import build_demo
+from cxrxai.store.status import process_start
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +65,77 @@ def test_the_sidebar_says_which_round_and_step_of_the_whole_build_is_running(mon
     assert at.sidebar.get("progress")[0].proto.text == "first look · demo-resnet18: Integrated Gradients maps · 20/80"
 
 
-def test_a_killed_build_says_so_and_how_to_resume(monkeypatch, quick_cache):
+def test_a_killed_build_under_background_0_is_resumed_by_the_command(monkeypatch, quick_cache):
+    """CXRXAI_BACKGROUND=0 forbids the app to start the build: no "restart the app", no Resume button."""
     store = quick_cache / "demo.duckdb"
     background.status_path(store).write_text(json.dumps({"pid": 2**22 + 7, "state": "running", "stage": "maps ig"}))
     at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
     warnings = [w.value for w in at.sidebar.warning]
-    assert len(warnings) == 1 and "stopped" in warnings[0] and "Restart the app to resume" in warnings[0]
+    assert len(warnings) == 1 and warnings[0].startswith("The background build stopped at maps ig;"), warnings
+    assert ("CXRXAI_BACKGROUND=0 keeps the app from resuming it: resume it with `python -m cxrxai demo "
+            "--phase evidence`") in warnings[0] and "restart" not in warnings[0].lower()
+    assert not [b for b in at.sidebar.button if b.key == "_resume_build"]
+
+
+def test_a_killed_build_is_resumed_from_the_sidebar_when_the_app_may(monkeypatch, quick_cache):
+    store = quick_cache / "demo.duckdb"
+    stopped = {"pid": 2**22 + 7, "state": "running", "stage": "maps ig"}
+    background.status_path(store).write_text(json.dumps(stopped))
+    calls = []
+    monkeypatch.setattr(background, "ensure_started",
+                        lambda path, *, complete, command=None: calls.append(path))
+    from pages import _background
+
+    _background._started.clear()
+    at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="1")
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "resume it with Resume in the sidebar" in warnings[0], warnings
+    [resume] = [b for b in at.sidebar.button if b.key == "_resume_build"]
+    resume.click().run()
+    assert calls == [str(store), store]  # the server's start (cached), then Resume's
+
+
+def test_stop_in_the_sidebar_stops_the_running_build(monkeypatch, quick_cache):
+    store = quick_cache / "demo.duckdb"
+    build = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        background.status_path(store).write_text(json.dumps({
+            "pid": build.pid, "pid_start": process_start(build.pid), "phase": "evidence", "state": "running",
+            "stage": "maps ig", "done": 1, "total": 9}))
+        at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+        [stop] = [b for b in at.sidebar.button if b.key == "_stop_build"]
+        stop.click().run()
+        assert build.wait(timeout=10) == -signal.SIGTERM  # asked to stop (a real build stops cleanly)
+        assert not at.exception and background.read_status(store)["state"] == "stopped"
+        at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+        assert [w.value for w in at.sidebar.warning][0].startswith("The background build stopped at maps ig")
+        assert not [b for b in at.sidebar.button if b.key == "_stop_build"]
+    finally:
+        build.kill()
+        build.wait()
+
+
+def test_an_empty_page_says_when_the_running_build_computes_it(monkeypatch, quick_cache):
+    """The Trust page of a store whose build runs: the step that computes the trust scores, from the
+    status, not a command to run."""
+    store = quick_cache / "demo.duckdb"
+    plan = [[1, "", "maps", "tiny-densenet121"], [1, "", "localization", "tiny-densenet121"],
+            [1, "", "trust", "tiny-densenet121"], [1, "", "fidelity", "tiny-densenet121"]]
+    background.status_path(store).write_text(json.dumps({
+        "pid": os.getpid(), "phase": "evidence", "state": "running", "stage": "maps ig", "done": 1,
+        "total": 9, "plan": plan, "stages": 4, "rounds": 1, "round": 1, "stage_index": 1, "step": "maps",
+        "model": "tiny-densenet121"}))
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(quick_cache))
+    monkeypatch.setenv("CXRXAI_BACKGROUND", "0")
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["store_path"] = str(store)  # kept across the page switch
+    at.run()
+    at.switch_page("pages/trust.py").run()
+    assert not at.exception
+    assert [i.value for i in at.info] == [
+        "model 'tiny-densenet121' has no trust scores yet (table trust); the background build computes it "
+        "at step 3 of 4 (trust of tiny-densenet121), after step 2; it is at step 1 (maps of "
+        "tiny-densenet121) now"]
 
 
 def test_the_app_starts_the_evidence_build_once(monkeypatch, quick_cache):
