@@ -8,13 +8,17 @@ BIN    := $(VENV)/bin
 STORE  := data_cache/demo.duckdb
 MODEL  := data_cache/models/demo-densenet121.pt
 
+# Tests on every core (at most 4 worker processes), each test file on one worker, the Ray and
+# browser tests each on one worker one at a time (tests/conftest.py); PYTEST_PARALLEL= runs serially.
+PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup
+
 .PHONY: app test demo train train-extra train-shortcut bench install install-test clean-demo
 
 app: $(STORE)
 	$(BIN)/streamlit run app.py
 
 test: $(VENV)/.test-installed
-	$(BIN)/python -m pytest; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m cxrxai demo
