@@ -131,8 +131,22 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
                 row.update(n_paired=int(ci["n"]), difference=float(ci["estimate"]), lower=ci["lower"],
                            upper=ci["upper"], behind=bool(ci["lower"] > 0))
             rows.append(row)
+    if not rows:
+        raise StoreError(_nothing_to_rank(loc, model_id, metric, slice_))
     return pd.DataFrame(rows, columns=["label", "rank", "explainer", "n", metric, "vs", "n_paired", "difference",
                                        "lower", "upper", "behind"])
+
+
+def _nothing_to_rank(loc: pd.DataFrame, model_id: str, metric: str, slice_: str) -> str:
+    """Why no explainer could be ranked: no ground-truth region at all, or none in this slice."""
+    if not loc["gt_positive"].fillna(False).astype(bool).any():
+        return (f"model {model_id!r} has maps scored against no ground-truth region: the dataset has no box or "
+                "mask for any finding of its scored maps (labels only), and localization needs regions. Use a "
+                "dataset with boxes or masks (NIH's BBox_List_2017.csv, CheXlocalize, SIIM, RSNA, VinDr) or give "
+                "the folder adapter a boxes CSV (`python -m cxrxai precompute --dataset folder ... --data-option "
+                "boxes_csv=FILE`)")
+    return (f"model {model_id!r} has no {slice_.replace('_', '-')} case with a finite {metric} for any explainer; "
+            "try --option slice=positive or another metric")
 
 
 def occlusion_sweep(store: Store, model_id: str, *, slice_: str = "positive", shared: bool = True) -> pd.DataFrame:

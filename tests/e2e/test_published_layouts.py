@@ -128,7 +128,7 @@ def test_a_map_equal_to_the_truth_scores_one(built):
 
 def test_every_report_answers_or_says_what_is_missing(built):
     name, layout, store = built
-    answered, silent = set(), set()
+    answered = set()
     with open_store(store) as s:
         for report in sorted(REPORTS):
             try:
@@ -137,10 +137,6 @@ def test_every_report_answers_or_says_what_is_missing(built):
                 assert "ckpt" in str(err) or "store" in str(err), err  # names what is missing
                 # and the command that fills it, or why none can (a model without a No Finding output)
                 assert "`python -m cxrxai" in str(err) or "needs a model" in str(err), err
-                continue
-            if name in LABELS_ONLY and report == "explainer-ranking" and isinstance(table, pd.DataFrame) \
-                    and table.empty:
-                silent.add(report)  # known: see the xfail below
                 continue
             assert isinstance(table, pd.DataFrame) and len(table), report
             answered.add(report)
@@ -152,8 +148,6 @@ def test_every_report_answers_or_says_what_is_missing(built):
     assert core <= answered, core - answered
     for label in layout.labels:  # the performance table counts exactly the dataset's positives per label
         assert perf.at[label, "n_positive"] == labels.groupby("label").ground_truth.sum()[label], label
-    if silent:  # reports.py is at the 400-line limit; the fix (raise, saying why) waits for its split
-        pytest.xfail(f"{sorted(silent)} return an empty table on a labels-only dataset without saying why")
     if name in LABELS_ONLY:
         return
     # Table 1 over the positive slice: one row per (explainer, label) with a ground truth, n cases each
@@ -162,6 +156,32 @@ def test_every_report_answers_or_says_what_is_missing(built):
     assert set(gradcam.index) == truth_labels
     for label in truth_labels:
         assert gradcam.at[label, "n"] == sum(1 for _, lab in layout.truth if lab == label)
+
+
+def test_the_data_audit_answers_on_every_layout(built, capsys):
+    """``audit-data`` on each layout's store: the numbers a user reads there are the store's own (n of
+    images, sex known and from where, splits), the checkpoint's outputs match the dataset's labels
+    exactly, and no section is left empty without saying why."""
+    from cxrxai.audit._sections import share
+
+    name, layout, store = built
+    assert main(["audit-data", "--store", str(store), "--format", "json"]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    (data,) = audit["datasets"]
+    with open_store(store) as s:
+        images = s.images()
+    n = len(images)
+    assert data["n_images"] == n
+    sections = data["sections"]
+    sex = next(line for line in sections["demographics"]["lines"] if line.startswith("sex known for"))
+    assert sex.startswith(f"sex known for {share(int(images['sex'].notna().sum()), n)}"), sex
+    for source, k in images["sex_source"].value_counts().items():
+        assert f"{source} {k:,}" in sex, (source, sex)
+    splits = {r["split"]: r["images"] for r in sections["splits"]["rows"]}
+    assert splits == images["split"].fillna("none").value_counts().to_dict()
+    hows = {r["how"] for r in sections["label_matches"]["rows"]}
+    assert hows == {"exact"}, sections["label_matches"]
+    assert all(sec["lines"] or sec["rows"] or sec["empty"] for sec in sections.values())
 
 
 @pytest.mark.parametrize("page", PAGES)
