@@ -153,9 +153,12 @@ def test_a_case_without_a_stored_threshold_says_so_instead_of_nan(tiny_full_stor
         cur.execute("UPDATE images SET view = NULL")
     at = _app(path, "pages/explorer.py")
     assert not at.exception, at.exception
-    header = next(m.value for m in at.markdown if m.value.startswith("P "))
-    assert "no decision: no threshold stored for this label" in header and "view missing" in header
-    assert "nan" not in header.lower() and "None" not in header and "**" not in header
+    # the panel's line names its model, then that model's decision; the case line its demographics
+    header = next(m.value for m in at.markdown if " · P " in m.value)
+    assert "no decision: no threshold stored for this label" in header
+    case = next(m.value for m in at.markdown if "view missing" in m.value)
+    for text in (header, case):
+        assert "nan" not in text.lower() and "None" not in text
     grid = next(d for d in at.dataframe if "outcome" in d.value.columns)
     shown = pa.ipc.open_stream(grid.proto.arrow_data.styler.display_values).read_all().to_pandas()
     assert grid.value["threshold"].isna().all() and (shown["threshold"] == "—").all()

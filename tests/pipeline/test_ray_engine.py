@@ -106,8 +106,10 @@ def test_a_killed_driver_resumes_from_the_parts_already_written(world):
     layout, root, env, local = world
     store = root / "resumed.duckdb"
     cmd = [sys.executable, "-m", "cxrxai", *_argv(layout, root, store), "--engine", "ray", "--ray-cpus", "2"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env={**env, "CXRXAI_RAY_UNIT_DELAY": "0.4"}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log = root / "killed-driver.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**env, "CXRXAI_RAY_UNIT_DELAY": "0.4"}, stdout=subprocess.DEVNULL,
+                                stderr=err)
     deadline = time.monotonic() + 240
     while proc.poll() is None and time.monotonic() < deadline:
         if len(list(Path(f"{store}.parts").glob("*.parquet"))) >= 3:
@@ -115,7 +117,7 @@ def test_a_killed_driver_resumes_from_the_parts_already_written(world):
             break
         time.sleep(0.05)
     proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "the driver finished before it could be killed"
+    assert proc.returncode == -signal.SIGKILL, f"the driver ended by itself: {log.read_text()[-3000:]}"
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout[done.stdout.index("{"):])
