@@ -16,7 +16,8 @@ import pandas as pd
 
 from .errors import DataError
 
-__all__ = ["INTERVALS", "read_export", "report_provenance", "with_header"]
+__all__ = ["INTERVALS", "read_export", "report_provenance", "store_provenance", "table_provenance",
+           "with_header"]
 
 _BOOT = "percentile bootstrap over cases, {n_boot} resamples, seed {seed}, 95 %"
 _CHEXLOCALIZE = ("case bootstrap as CheXlocalize's eval.py (legacy NumPy RandomState, seed {seed}, {n_boot} "
@@ -55,7 +56,8 @@ _SCORED_ROWS = {"fidelity": "fidelity"}
 def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, options: dict) -> str:
     """The explainer settings behind the table: its own (method, params_key) pairs; every setting
     of a sweep; the settings of the rows a summary rests on; the setting the reports score of the
-    ``method`` option (its default, else its most stored); else that of each stored method."""
+    ``method`` option (its default, else its most stored); else that of each stored method (of a
+    table of explainers, each with a row in it: :func:`_no_rows` says why another has none)."""
     if name in _SCORED_ROWS:
         scored = store.scored_settings(_SCORED_ROWS[name], model_id)
         if scored.empty:
@@ -64,12 +66,47 @@ def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, opti
     if {"method", "params_key"} <= set(table.columns):
         pairs = table[["method", "params_key"]].drop_duplicates().itertuples(index=False)
         return "; ".join(f"{m} {k}" for m, k in pairs)
+    counts, method = _stored_settings(store, model_id, name, options)
+    if counts.empty:
+        return f"{method}: no stored maps" if method else "no stored maps"
+    gone = _without_rows(counts, table)
+    listed = "; ".join(f"{r.method} {r.params_key} ({r.n:,} maps)" for r in counts.itertuples()
+                       if r.method not in gone)
+    return listed or "none with a row in this table (see: explainers without rows)"
+
+
+def _stored_settings(store, model_id: str, name: str, options: dict) -> tuple[pd.DataFrame, str | None]:
+    """(method, params_key, n maps) of the settings a report scores, and its ``method`` option."""
     method = _EVERY_SETTING.get(name, options.get("method"))
     every = name in _EVERY_SETTING or options.get("settings") == "all"
     counts = store.map_settings(model_id, method=method) if every else store.main_map_settings(model_id, method=method)
-    if counts.empty:
-        return f"{method}: no stored maps" if method else "no stored maps"
-    return "; ".join(f"{r.method} {r.params_key} ({r.n:,} maps)" for r in counts.itertuples())
+    return counts, method
+
+
+def _without_rows(counts: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """The methods with stored maps (``counts``) of which a table with an ``explainer`` column (the
+    :func:`~cxrxai.store.setting_names` of its rows: "ig", "occlusion 32/16") has no row."""
+    if "explainer" not in table.columns or counts.empty:
+        return []
+    names = {str(e) for e in table["explainer"].dropna().unique()}
+    return [m for m in dict.fromkeys(counts["method"])
+            if not any(e == m or e.startswith(f"{m} ") for e in names)]
+
+
+def _no_rows(store, model_id: str, name: str, table: pd.DataFrame, options: dict) -> dict[str, str]:
+    """Why an explainer with stored maps has no row in a table of explainers (none of its maps was
+    scored on a case the report counts: another slice, another split...); nothing when every one has."""
+    if name in _SCORED_ROWS or {"method", "params_key"} <= set(table.columns):
+        return {}
+    counts, _ = _stored_settings(store, model_id, name, options)
+    gone = _without_rows(counts, table)
+    if not gone:
+        return {}
+    cases = (f"a {str(options['slice']).replace('_', '-')} case" if options.get("slice")
+             else "a case this report counts")
+    maps = counts[counts.method.isin(gone)].groupby("method", sort=False)["n"].sum()
+    return {"explainers without rows": "; ".join(
+        f"{m} ({n:,} maps): no row, none of its maps was scored on {cases}" for m, n in maps.items())}
 
 
 def _thresholds(store, model_id: str, spec: dict) -> str:
@@ -93,17 +130,35 @@ def report_provenance(store, name: str, model_id: str, table: pd.DataFrame | Non
              f"{str(row.weights_sha256.iloc[0])[:12]})") if len(row) else f"{model_id} (not registered in the store)"
     seed = opts.get("seed", _FIXED_SEED.get(name))
     fill = {"n_boot": 1000, **opts, "seed": seed}  # reports without the option resample 1000 times
+    table = table if table is not None else pd.DataFrame()
     return {
         "report": f"{name} — {REPORTS[name].reproduces}",
-        "store": Path(str(store.path)).name,
+        **store_provenance(store),
         "model": model,
         "thresholds": _thresholds(store, model_id, spec),
-        "explainer parameters": _explainer_params(store, model_id, name, table if table is not None else pd.DataFrame(), opts),
+        "explainer parameters": _explainer_params(store, model_id, name, table, opts),
+        **_no_rows(store, model_id, name, table, opts),
         "options": json.dumps({k: v for k, v in opts.items()}, default=str),
         "seed": "none (no resampling)" if seed is None else str(seed),
         "interval": INTERVALS.get(name, "none").format(**fill),
         "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def store_provenance(store) -> dict[str, str]:
+    """Which store a table was read from and which published version of it (a store is rebuilt and
+    republished in place: the same name can hold other numbers tomorrow)."""
+    built = store.meta("built_at")
+    return {"store": Path(str(store.path)).name,
+            "store version": f"published {built} (schema v{store.schema_version()})" if built
+            else f"never published (schema v{store.schema_version()})"}
+
+
+def table_provenance(store, table: str, **context) -> dict[str, str]:
+    """The header of an exported table that is not a report (the Overview's cohort, labels,
+    problems): what it is, the store and its version, what it was cut to (``dataset=...``), when."""
+    return {"table": table, **store_provenance(store), **{k: str(v) for k, v in context.items()},
+            "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def with_header(table: pd.DataFrame, provenance: dict[str, str] | None) -> str:

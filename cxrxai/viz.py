@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from .display import SMALL_N, decision_text, ranking_display, reliance_display, shortcut_display, value_text, verdict_table
 from .errors import UnknownNameError
+from .labels import AGE_BINS
 from .stats import MIN_CI_N
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "cohort_bars",
     "decision_text",
     "explainer_heatmap",
+    "group_colour",
     "group_metric_bars",
     "paired_lines",
     "perturbation_lines",
@@ -40,6 +42,27 @@ __all__ = [
 
 _LAYOUT = dict(margin=dict(l=10, r=10, t=40, b=10), height=380, template="plotly_white")
 PALETTE = ["#3b6ea5", "#d1603d", "#5a9e6f", "#8c6bb1", "#c4a000", "#4d4d4d", "#e377c2", "#17becf"]
+#: Subgroup colours: a hue per sex (a purple when a chart groups by age alone, grey for a sex not
+#: recorded) and a lightness per age bin, young light to old dark (a pale one for an age not recorded).
+SEX_HUES = {"F": 15, "M": 212}
+_AGE_ONLY_HUE = 275
+_AGE_LIGHTNESS = dict(zip(AGE_BINS, (78, 66, 54, 42, 30)))
+
+
+def group_colour(group: dict[str, str], fallback: str = PALETTE[0]) -> str:
+    """The colour of one subgroup, the same in every chart whatever other groups it shows:
+    ``{"sex": "F", "age_bin": "0-20"}`` (or either alone); ``fallback`` for a grouping by other columns.
+
+    >>> group_colour({"sex": "F", "age_bin": "0-20"}), group_colour({"sex": "M", "age_bin": "80+"})
+    ('hsl(15, 65%, 78%)', 'hsl(212, 65%, 30%)')
+    """
+    if not group or not set(group) <= {"sex", "age_bin"}:
+        return fallback
+    sex, age = str(group.get("sex")), str(group.get("age_bin"))
+    hue = _AGE_ONLY_HUE if "sex" not in group else SEX_HUES.get(sex)
+    saturation = 0 if hue is None else 65 if "age_bin" not in group or age in _AGE_LIGHTNESS else 25
+    lightness = 46 if "age_bin" not in group else _AGE_LIGHTNESS.get(age, 62)
+    return f"hsl({hue or 0}, {saturation}%, {lightness}%)"
 
 
 def auroc_bars(perf: pd.DataFrame, *, title: str = "Test AUROC per label (95% bootstrap CI)") -> go.Figure:
@@ -89,13 +112,20 @@ def cohort_bars(counts: pd.DataFrame) -> go.Figure:
     """Images per age bin, stacked by sex, one group per split (``counts``: split, sex, age_bin, n)."""
     fig = go.Figure()
     for sex, grp in counts.groupby("sex", dropna=False):
-        fig.add_bar(name=str(sex), x=[grp["split"], grp["age_bin"]], y=grp["n"])
+        fig.add_bar(name=str(sex), x=[grp["split"], grp["age_bin"]], y=grp["n"],
+                    marker_color=group_colour({"sex": sex}))
     fig.update_layout(title="Images by split, age bin and sex", barmode="stack", yaxis_title="images", **_LAYOUT)
     return fig
 
 
 def _group_name(df: pd.DataFrame, by: list[str]) -> pd.Series:
     return df[by].astype(str).agg(" · ".join, axis=1)
+
+
+def _colour(g: pd.DataFrame, by: list[str], k: int) -> str:
+    """The colour of the group whose rows are ``g`` (:func:`group_colour`; the k-th of the palette
+    for a grouping by other columns)."""
+    return group_colour({c: str(g[c].iloc[0]) for c in by}, PALETTE[k % len(PALETTE)])
 
 
 def rate_bars(rates: pd.DataFrame, by: list[str], *, rate: str = "tpr", title: str | None = None) -> go.Figure:
@@ -108,7 +138,7 @@ def rate_bars(rates: pd.DataFrame, by: list[str], *, rate: str = "tpr", title: s
             name=name, x=g["label"], y=g[rate],
             error_y=dict(type="data", symmetric=False, array=g[f"{rate}_upper"] - g[rate],
                          arrayminus=g[rate] - g[f"{rate}_lower"]),
-            marker=dict(color=PALETTE[k % len(PALETTE)], pattern_shape=np.where(g["small"], "/", "")),
+            marker=dict(color=_colour(g, by, k), pattern_shape=np.where(g["small"], "/", "")),
             customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by), g[denom]]),
             hovertext=[f"{lab} · {name}: {rate.upper()} {value_text(v, 'not defined (no case)')}<br>n = {k}"
                        for lab, v, k in zip(g["label"], g[rate], g[denom])],
@@ -129,7 +159,7 @@ def group_metric_bars(df: pd.DataFrame, by: list[str], *, metric: str = "AUC") -
     for k, (name, g) in enumerate(df.groupby(names, sort=True)):
         fig.add_bar(name=name, x=g["label"], y=g["mean"],
                     error_y=dict(type="data", symmetric=False, array=g["upper"] - g["mean"], arrayminus=g["mean"] - g["lower"]),
-                    marker=dict(color=PALETTE[k % len(PALETTE)], pattern_shape=np.where(g["n"] < SMALL_N, "/", "")),
+                    marker=dict(color=_colour(g, by, k), pattern_shape=np.where(g["n"] < SMALL_N, "/", "")),
                     text=g["n"].map(lambda n: f"n={n}"), textposition="outside",
                     customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by)]))
     fig.update_layout(title=f"Explanation {metric} by {' × '.join(by)} (true positives, 95% CI from 5 cases; hatched: "

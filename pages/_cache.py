@@ -109,7 +109,12 @@ def data_audit(path: str, built_at: str, dataset: str) -> audit.DatasetAudit:
 
 @st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)
 def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd.DataFrame:
-    return summaries.model_performance(_open(path), model_id, split=split)
+    """The ``performance`` report's table, with its export header (as :func:`report`)."""
+    store = _open(path)
+    table = summaries.model_performance(store, model_id, split=split)
+    table.attrs["provenance"] = provenance.report_provenance(store, "performance", model_id, table,
+                                                             split=split)
+    return table
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -36,11 +36,23 @@ SECTIONS = {
 }
 
 
+#: The page served at the app's root; ``/overview`` (its name, as a link or a typed URL says it) opens
+#: it too, through a hidden page of the same file (the root page's own path is "").
+DEFAULT_PAGE = "overview"
+
+
+def _page(name: str, title: str, icon: str) -> st.Page:
+    root = name == DEFAULT_PAGE
+    return st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=root,
+                   url_path="" if root else None)
+
+
 def _navigation(position: str = "sidebar") -> st.Page:
-    return st.navigation({
-        section: [st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", default=name == "overview")
-                  for name, title, icon in pages]
-        for section, pages in SECTIONS.items()}, position=position)
+    sections = {section: [_page(*page) for page in pages] for section, pages in SECTIONS.items()}
+    first = next(iter(sections.values()))
+    first.append(st.Page(f"pages/{DEFAULT_PAGE}.py", title=next(p.title for p in first if p.url_path == ""),
+                         url_path=DEFAULT_PAGE, visibility="hidden"))
+    return st.navigation(sections, position=position)
 
 
 def app_shell() -> st.Page:

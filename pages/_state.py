@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-__all__ = ["current", "from_url", "keep_all", "kept", "set_kept", "to_url"]
+__all__ = ["URL_PAIRS", "current", "from_url", "keep_all", "kept", "pairs_from_url", "pairs_to_url",
+           "set_kept", "to_url"]
+
+#: At most this many (image, finding) pairs go into the URL (one ``pair`` parameter each): a longer
+#: query string is refused by servers and proxies; a page says when its selection did not fit.
+URL_PAIRS = 400
 
 _SAVED = "_kept"  # {widget key: last value}
 _KEYS = "_kept_keys"  # widget keys registered as persistent
@@ -83,3 +88,19 @@ def to_url(values: dict) -> None:
     if {k: st.query_params.get_all(k) for k in st.query_params} != {k: v if isinstance(v, list) else [v]
                                                                   for k, v in clean.items()}:
         st.query_params.from_dict(clean)
+
+
+def pairs_to_url(pairs) -> list[str] | None:
+    """(image_id, finding) pairs as ``pair`` parameters (``ph7-00012|Effusion``: a finding never holds
+    "|", the label separator of every dataset's CSV); None for none or more than :data:`URL_PAIRS`."""
+    if not pairs or len(pairs) > URL_PAIRS:
+        return None
+    return [f"{image_id}|{label}" for image_id, label in pairs]
+
+
+def pairs_from_url(texts: list[str]) -> list[tuple[str, str]]:
+    """The pairs of :func:`pairs_to_url`; ValueError for a parameter that is not ``image|finding``."""
+    pairs = [tuple(t.rpartition("|")[::2]) for t in texts]
+    if not pairs or any(not i or not lab for i, lab in pairs):
+        raise ValueError(f"pair parameters must read image_id|finding; got {texts}")
+    return pairs

@@ -136,7 +136,8 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
 
 
 MODES = film.DISPLAY_MODES
-TOP_K = (None, 1, 5, 10, 25)
+#: "Top %" choices: 100 shows every value (a None would read "Choose an option" in the box).
+TOP_K = (100, 25, 10, 5, 1)
 
 
 def display_controls(key, pixel_level: bool) -> dict:
@@ -157,13 +158,14 @@ def display_controls(key, pixel_level: bool) -> dict:
         alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
         floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05, key=ui.kept(key("floor"), 0.2),
                           help="map values (on the colour bar's 0–1 scale) under this show the film only")
-        top_k = e1.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), None, allowed=TOP_K),
-                             format_func=lambda v: "all" if v is None else f"top {v} %")
+        top_k = e1.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), TOP_K[0], allowed=TOP_K),
+                             format_func=lambda v: "all" if v == 100 else f"top {v} %")
         cmap = e2.selectbox("Colour map", list(overlay.COLORMAPS),
                             key=ui.kept(key("cmap"), "jet", allowed=list(overlay.COLORMAPS)))
         lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
     return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
-            "top_k": top_k, "colormap": cmap, "level": ((lo + hi) / 2, max(1, hi - lo))}
+            "top_k": None if top_k == 100 else top_k, "colormap": cmap,
+            "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
 def set_polling(slot: str, on: bool) -> None:

@@ -15,10 +15,11 @@ from cxrxai.errors import DataError
 from cxrxai.explain import get as get_method
 from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
-from cxrxai.provenance import with_header
+from cxrxai.provenance import table_provenance, with_header
 from cxrxai.store import Store
+from pages._state import kept
 
-__all__ = ["MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
+__all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
            "explainer_select", "metric_select",
            "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
 
@@ -71,20 +72,22 @@ def missing(what: str, command: str | None = None, *, store: Store | None = None
 
 def explainer_select(store: Store, model_id: str, *, key: str, container=st, label: str = "Explainer") -> str:
     """The explainers with stored maps for ``model_id`` (registry order and names; every registered
-    one when none is stored yet)."""
+    one when none is stored yet); the choice survives navigation (:func:`pages._state.kept`)."""
     stored = set(store.stored_methods(model_id)) if model_id else set()
     names = [m for m in method_names() if m in stored] or method_names()
-    choice = container.selectbox(label, names, key=key, format_func=lambda m: get_method(m).title,
-                                 help="Explainers with maps precomputed for this model")
-    return choice
+    return container.selectbox(label, names, key=kept(key, names[0], allowed=names),
+                               format_func=lambda m: get_method(m).title,
+                               help="Explainers with maps precomputed for this model")
 
 
 def metric_select(names: list[str], *, key: str, container=st, label: str = "Metric", horizontal: bool = False) -> str:
-    """A metric picker showing each registered metric's label, with its explanation as help."""
+    """A metric picker showing each registered metric's label, with its explanation as help; the
+    choice survives navigation (:func:`pages._state.kept`)."""
     def title(name: str) -> str:
         return metric_registry.get(name).label if name in metric_registry.METRICS else name
 
     helps = "; ".join(f"{title(n)}: {metric_registry.get(n).help}" for n in names if n in metric_registry.METRICS)
+    key = kept(key, names[0], allowed=names)
     if horizontal:
         return container.radio(label, names, horizontal=True, key=key, format_func=title, help=helps)
     return container.selectbox(label, names, key=key, format_func=title, help=helps)
@@ -101,13 +104,16 @@ def escape_markdown(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- downloads
-def download_csv(df: pd.DataFrame, name: str, *, key: str) -> None:
-    """A CSV download; a report's table carries its provenance header (``# key: value`` lines:
-    model, thresholds, explainer parameters, seed, interval method)."""
-    head = df.attrs.get("provenance")
+def download_csv(df: pd.DataFrame, name: str, *, key: str, store: Store, what: str | None = None,
+                 **context) -> None:
+    """Every CSV download of the app, under a provenance header (``# key: value`` lines): a report's
+    own (``attrs["provenance"]``: model, thresholds, explainer parameters, seed, interval method,
+    store and its version), else :func:`cxrxai.provenance.table_provenance` — ``what`` the table is
+    (its file name by default), the store and its published version, ``context`` (``dataset=...``)."""
+    head = df.attrs.get("provenance") or table_provenance(store, what or name.removesuffix(".csv"), **context)
     st.download_button("Download CSV", with_header(df, head).encode(), file_name=name, mime="text/csv", key=key,
                        help="Lines starting with # say what the table was computed from "
-                            "(`cxrxai.provenance.read_export` reads both)" if head else None)
+                            "(`cxrxai.provenance.read_export` reads both)")
 
 
 def download_png(render, name: str, *, key: str) -> None:
@@ -131,20 +137,25 @@ STYLED_CELLS = 100_000
 COUNT_COLUMNS = re.compile(r"age|n|n_\w+|\w+_n|maps|cases\w*|ground_truth|predicted")
 
 
+#: What every table shows for a missing value (a None in a text column, a NaN in a number column).
+DASH = "—"
+
+
 def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):
-    """A table with ``digits`` decimals and a dash, never "None" or "nan", for a missing value, and
-    ``why`` as its caption when there is one; the numbers stay numbers (the columns sort as such).
-    A table over :data:`STYLED_CELLS` cells goes plain (Streamlit greys a missing value)."""
-    styled = df.size <= STYLED_CELLS
-    if styled:
+    """Every table of the app: ``digits`` decimals and a dash, never "None" or "nan", for a missing
+    value of any column, and ``why`` as its caption when there is one; the numbers stay numbers (the
+    columns sort as such). The browser draws a missing cell with the dataframe's ``placeholder``
+    whatever the Styler says, so both carry the dash. A table over :data:`STYLED_CELLS` cells goes
+    without a Styler (its missing cells keep the dash, its floats are rounded)."""
+    if df.size <= STYLED_CELLS:
         whole = [c for c in df.select_dtypes("float").columns if COUNT_COLUMNS.fullmatch(str(c))
                  and df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
-        data = df.style.format(precision=digits, na_rep="—").format("{:.0f}", subset=whole, na_rep="—")
+        data = df.style.format(precision=digits, na_rep=DASH).format("{:.0f}", subset=whole, na_rep=DASH)
     else:
         data = df.round(digits)
-    event = st.dataframe(data, hide_index=True, **kwargs)
+    event = st.dataframe(data, hide_index=True, placeholder=DASH, **kwargs)
     if df.isna().any().any():
-        st.caption(why if styled else why.replace("—", "An empty cell", 1))
+        st.caption(why)
     return event
 
 

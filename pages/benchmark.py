@@ -17,7 +17,7 @@ if table is not None and not table.empty:
     value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
     ui.table(table)
-    ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench")
+    ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench", store=store)
     st.caption("IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
                "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count.")
 
@@ -28,8 +28,8 @@ rank_slice = c2.radio("Cases", ["positive", "true_positive"], horizontal=True, k
                       format_func={"true_positive": "true positives", "positive": "all positives"}.get)
 ranking = ui.try_report(store, "explainer-ranking", model_id, metric=rank_metric, slice_=rank_slice)
 if ranking is not None and not ranking.empty:
-    st.dataframe(viz.ranking_display(ranking, rank_metric), hide_index=True)
-    ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank")
+    ui.table(viz.ranking_display(ranking, rank_metric))
+    ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank", store=store)
     st.caption("Per finding, explainers by mean score; each is compared with the best on the cases both scored "
                "(paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": the "
                "interval excludes 0. Exact phantom masks, reference reader.")
@@ -47,10 +47,10 @@ if summary is not None and not summary.empty:
                "on the marker under the shortcut model than under the control.")
     reliance = ui.try_report(store, "shortcut-reliance", model_id)
     if reliance is not None:
-        st.dataframe(viz.reliance_display(reliance), hide_index=True)
+        ui.table(viz.reliance_display(reliance))
     ui.chart(viz.shortcut_differences(summary), key="shortcut_chart")
-    st.dataframe(viz.shortcut_display(summary), hide_index=True)
-    ui.download_csv(summary, "shortcut-explainers.csv", key="dl_shortcut")
+    ui.table(viz.shortcut_display(summary))
+    ui.download_csv(summary, "shortcut-explainers.csv", key="dl_shortcut", store=store)
     pick = st.selectbox("Case", cases.image_id.tolist(), key="shortcut_case", format_func=lambda i: (
         lambda r: f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: shortcut model "
                   f"{r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}")(cases.set_index("image_id").loc[i]))
@@ -65,7 +65,7 @@ sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
     ui.table(sweep)
-    ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep")
+    ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep", store=store)
 
 st.subheader("Localization per finding (95% bootstrap CI)")
 c1, c2 = st.columns(2)
@@ -74,10 +74,10 @@ method = ui.explainer_select(store, model_id, key="loc_method", container=c2)
 loc = ui.try_report(store, "localization", model_id, metric=metric, method=method)
 if loc is not None:
     ui.table(loc)
-    ui.download_csv(loc, f"{model_id}-{method}-{metric}.csv", key="dl_loc")
+    ui.download_csv(loc, f"{model_id}-{method}-{metric}.csv", key="dl_loc", store=store)
 
 st.subheader("Against a human benchmark")
 hb = ui.try_report(store, "human-benchmark", model_id, metric=metric, method=method)
 if hb is not None:
     ui.table(hb, digits=2)
-    ui.download_csv(hb, f"{model_id}-human-benchmark.csv", key="dl_hb")
+    ui.download_csv(hb, f"{model_id}-human-benchmark.csv", key="dl_hb", store=store)

@@ -19,13 +19,16 @@ from pages import _multi, _viewer
 OUTCOMES = ["TP", "FN", "FP", "TN"]
 URL = {"split": "f_split",
        "finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
-       "explainer": "method_0", "layout": "layout"}
-LISTS = ("sex", "age", "outcome")
+       "explainer": "method_0", "layout": "layout", "pair": ui.SELECTED["pairs"]}
+LISTS = ("sex", "age", "outcome", "pair")
 LAYOUTS = {"single": "One film", "compare": "Compare side by side", "grid": "Grid of explainers"}
 
 
 def _parse(param: str, text):
-    """A URL value for its widget: explainer parameters (``p_<name>``) typed by the registry."""
+    """A URL value for its widget: explainer parameters (``p_<name>``) typed by the registry; the
+    (image, finding) pairs of a selection made on another page."""
+    if param == "pair":
+        return ui.pairs_from_url(text)
     if param.startswith("p_"):
         method = st.query_params.get("explainer", "gradcam")
         try:
@@ -64,7 +67,9 @@ with st.expander("Filters", expanded=True):
     prob_range = c5.slider("Model probability", 0.0, 1.0, step=0.01, key=ui.kept("f_prob", (0.0, 1.0)))
     iou_range = c6.slider("Grad-CAM IoU (positive cases)", 0.0, 1.0, step=0.01, key=ui.kept("f_iou", (0.0, 1.0)))
     if pairs:
-        st.caption(f"Showing exactly the {len(pairs)} (image, finding) pairs selected on another page.")
+        st.caption(f"Showing exactly the {len(pairs)} (image, finding) pairs selected on another page"
+                   + ("." if ui.pairs_to_url(pairs) else f" (over {ui.URL_PAIRS}: too many for the URL, "
+                                                          "which holds the filters instead)."))
         if st.button("Clear that selection"):
             ui.remember("pairs", None)
             st.rerun()
@@ -110,7 +115,7 @@ method = ui.current("method_0")
 controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in get_method(method).controls} if method else {}
 ui.to_url({"split": split,
            "finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id,
-           "explainer": method,
+           "explainer": method, "pair": ui.pairs_to_url(pairs),
            "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
 
 _viewer.warm(store, model_id)

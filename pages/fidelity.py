@@ -12,7 +12,7 @@ summary = ui.try_report(store, "fidelity", model_id)
 if summary is None:
     st.stop()
 ui.table(summary)
-ui.download_csv(summary, f"{model_id}-fidelity.csv", key="dl_fid")
+ui.download_csv(summary, f"{model_id}-fidelity.csv", key="dl_fid", store=store)
 
 rows = store.table("fidelity", model_id=model_id)
 rows["explainer"] = setting_names(rows)  # occlusion 32/16 and 16/16 are different explainers here

@@ -16,7 +16,7 @@ norm = st.radio("Predictor normalization", ["minmax", "zscore"], horizontal=True
 reg = ui.try_report(store, "geometry", model_id, method=method, normalize=norm)
 if reg is not None and not reg.empty:
     ui.table(reg, digits=4)
-    ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo")
+    ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo", store=store)
     df = reports.geometry_cases(store, model_id, method=method)
     c1, c2 = st.columns(2)
     feature = c1.selectbox("Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature")
@@ -37,6 +37,6 @@ metric = ui.metric_select(["iou_gated", "iou_full", "hit"], key="conf_metric", l
 conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
 if conf is not None and not conf.empty:
     ui.table(conf)
-    ui.download_csv(conf, f"{model_id}-confidence-regressions.csv", key="dl_conf")
+    ui.download_csv(conf, f"{model_id}-confidence-regressions.csv", key="dl_conf", store=store)
     cases = reports.localization_cases(store, model_id, slice_="all", method=method)
     ui.chart(viz.regression_scatter(cases, "prob", metric, line=stats.ols_line(cases, metric, "prob")), key="conf_scatter")

@@ -1,6 +1,7 @@
 """Overview: what the store holds — datasets, what cxrxai did to their data, cohort, labels, models, AUROC and
 thresholds."""
 
+import pandas as pd
 import streamlit as st
 
 from cxrxai import audit, summaries, viz
@@ -20,7 +21,7 @@ c4.metric("Saliency maps", f"{info['counts'].get('maps', 0):,}")
 st.caption(f"Store `{store.path}` · schema v{info['schema_version']} · built {info['built_at'] or 'never'} · "
            f"explainers: {', '.join(info['explainers']) or 'none yet'}")
 with st.expander("Rows per table"):
-    st.dataframe([{"table": k, "rows": v} for k, v in info["counts"].items()], hide_index=True)
+    ui.table(pd.DataFrame({"table": list(info["counts"]), "rows": list(info["counts"].values())}))
 
 datasets = store.datasets()
 if datasets.empty:
@@ -28,7 +29,7 @@ if datasets.empty:
     st.stop()
 
 st.subheader("Datasets")
-st.dataframe(datasets[["dataset", "source", "description", "labels", "created_at"]], hide_index=True)
+ui.table(datasets[["dataset", "source", "description", "labels", "created_at"]], why="—: not recorded")
 dataset = st.selectbox("Dataset", datasets["dataset"].tolist(), key="dataset")
 
 st.subheader("Data")
@@ -50,8 +51,9 @@ for sec in data.sections:
         if sec.key == "problem_kinds":
             rows = data.section("problems").table
             st.caption(f"Every problem row ({len(rows):,}): the rest of the dataset was processed.")
-            st.dataframe(rows, hide_index=True, height=240)
-            ui.download_csv(rows, f"{dataset}-problems.csv", key="dl_problems")
+            ui.table(rows, height=240)
+            ui.download_csv(rows, f"{dataset}-problems.csv", key="dl_problems", store=store,
+                            what="problem rows", dataset=dataset)
 
 st.subheader("Cohort")
 left, right = st.columns(2)
@@ -60,12 +62,14 @@ with left:
     ui.chart(viz.cohort_bars(counts.fillna("missing")), key="cohort_chart")
 cohort = summaries.cohort_table(store, dataset=dataset)
 with right:
-    st.dataframe(cohort, hide_index=True)
-    ui.download_csv(cohort, f"{dataset}-cohort.csv", key="dl_cohort")
+    ui.table(cohort)
+    ui.download_csv(cohort, f"{dataset}-cohort.csv", key="dl_cohort", store=store, what="cohort",
+                        dataset=dataset)
 
 labels = summaries.label_table(store, dataset=dataset)
 ui.chart(viz.prevalence_bars(labels), key="prevalence_chart")
-ui.download_csv(labels, f"{dataset}-labels.csv", key="dl_labels")
+ui.download_csv(labels, f"{dataset}-labels.csv", key="dl_labels", store=store, what="labels per split",
+                dataset=dataset)
 
 st.subheader("Models")
 model_id = ui.pick_model(store)
@@ -92,7 +96,7 @@ if perf.empty:
 else:
     ui.chart(viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% bootstrap CI)"), key="auroc_chart")
     ui.table(perf)
-    ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf")
+    ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf", store=store)
 thresholds = store.thresholds(model_id)
 if not thresholds.empty:
     st.caption("Decision thresholds (probability ≥ threshold is positive); method says where each came "

@@ -8,14 +8,21 @@ import streamlit as st
 from cxrxai import viz
 from pages import _common as ui
 
+GROUPINGS = ["sex", "age_bin", "sex × age_bin"]
+RATES, INTERVALS = ["tpr", "fpr", "fnr"], ["wilson", "bootstrap"]
+
+
+def _kept(key: str, options: list[str]) -> str:
+    return ui.kept(key, options[0], allowed=options)  # every setting survives a visit to another page
+
+
 store, model_id = ui.page("Subgroups")
 path, built = str(store.path), ui.version(store)
-
 c1, c2, c3 = st.columns(3)
-grouping = c1.radio("Group by", ["sex", "age_bin", "sex × age_bin"], horizontal=True, key="grouping")
+grouping = c1.radio("Group by", GROUPINGS, horizontal=True, key=_kept("grouping", GROUPINGS))
 by = ["sex", "age_bin"] if grouping == "sex × age_bin" else [grouping]
-rate = c2.radio("Rate", ["tpr", "fpr", "fnr"], horizontal=True, key="rate", format_func=str.upper)
-ci = c3.radio("Interval", ["wilson", "bootstrap"], horizontal=True, key="ci")
+rate = c2.radio("Rate", RATES, horizontal=True, key=_kept("rate", RATES), format_func=str.upper)
+ci = c3.radio("Interval", INTERVALS, horizontal=True, key=_kept("ci", INTERVALS))
 
 rates = ui.try_report(store, "subgroup-tpr", model_id, by=by, ci=ci)
 if rates is not None and not rates.empty:
@@ -37,7 +44,7 @@ if rates is not None and not rates.empty:
     cols = ["label", *by, "n", "n_pos", "n_neg", rate, f"{rate}_lower", f"{rate}_upper", f"{rate}_gap_overall",
             f"{rate}_gap_median", "auroc", "small"]
     ui.table(rates[[c for c in cols if c in rates]])
-    ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}.csv", key="dl_rates")
+    ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}.csv", key="dl_rates", store=store)
     st.caption("Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
                "10 positives (or negatives, for FPR) are flagged `small`, never dropped.")
 
@@ -45,7 +52,7 @@ st.subheader("No Finding: underdiagnosis (FPR) and overdiagnosis (FNR)")
 under = ui.try_report(store, "underdiagnosis", model_id, by=by)
 if under is not None:
     ui.table(under)
-    ui.download_csv(under, f"{model_id}-underdiagnosis.csv", key="dl_under")
+    ui.download_csv(under, f"{model_id}-underdiagnosis.csv", key="dl_under", store=store)
 
 st.subheader("Explanation quality by subgroup")
 c1, c2 = st.columns(2)
@@ -59,4 +66,4 @@ if expl is not None and not expl.empty:
     for row in expl[expl["n"] == 0].itertuples() if "note" in expl else []:  # shown, never silently dropped
         st.warning(f"{row.label} · {getattr(row, expl_by[0])}: {row.note}")
     ui.table(expl)
-    ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl")
+    ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl", store=store)

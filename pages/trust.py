@@ -14,17 +14,17 @@ table = ui.try_report(store, "trust", model_id, data_range=data_range)
 if table is None:
     st.stop()  # no trust scores at all: the curves and boxes below would say so twice more
 st.subheader("Summary (PASS = significantly better than the baseline, one-sided p < 0.005)")
-st.dataframe(viz.verdict_table(table), hide_index=True)
+ui.table(viz.verdict_table(table))
 st.caption("n: the images each test rests on. — : no scores for that criterion (utility needs the method's "
            "localization scores, repeatability a second seed of the model, reproducibility a second architecture).")
-ui.download_csv(table, f"{model_id}-trust.csv", key="dl_trust")
+ui.download_csv(table, f"{model_id}-trust.csv", key="dl_trust", store=store)
 
 curves = ui.try_report(store, "randomization", model_id, data_range=data_range)
 if curves is not None and not curves.empty:
     t = reports.degradation_thresholds(store, model_id, data_range=data_range)
     thresholds = t.set_index("method")["ssim"] if not t.empty else t
     ui.chart(viz.randomization_lines(curves, thresholds), key="rand_chart")
-    ui.download_csv(curves, f"{model_id}-randomization.csv", key="dl_rand")
+    ui.download_csv(curves, f"{model_id}-randomization.csv", key="dl_rand", store=store)
 
 sim = ui.try_report(store, "similarity", model_id, data_range=data_range)
 if sim is not None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cxrxai.cli import main
 from cxrxai.errors import DataError
-from cxrxai.provenance import read_export, report_provenance, with_header
+from cxrxai.models.spec import ModelSpec
+from cxrxai.provenance import read_export, report_provenance, table_provenance, with_header
 from cxrxai.reports import run_report
-from cxrxai.store import open_store
+from cxrxai.store import SCHEMA_VERSION, open_store, params_key, write_store
 
 
 def test_cli_report_out_writes_the_header_and_the_same_table(tiny_full_store, tmp_path):
@@ -109,3 +111,44 @@ def test_the_explainer_table_header_names_the_sweep_settings_only_when_it_shows_
     assert len(sweep) == 3
     assert sum(key in heads["main"] for key in sweep) == 1 and all(key in heads["all"] for key in sweep)
 
+
+
+def _store_with_unscored_ig(path):
+    """Two cases, Grad-CAM and IG maps of both, localization scores of the Grad-CAM maps only."""
+    with write_store(path) as w:
+        w.put_dataset("d", source="folder", labels=["Mass"])
+        w.put_images(pd.DataFrame({"image_id": ["a", "b"], "dataset": "d", "path": ["a.png", "b.png"],
+                                   "sex": ["F", "M"], "age": [30, 60], "age_bin": ["20-40", "60-80"],
+                                   "split": "test", "width": 8, "height": 8}))
+        w.put_model(ModelSpec(name="m", arch="resnet18", labels=("Mass",), thresholds={}))
+        w.put_maps([{"model_id": "m", "image_id": i, "label": "Mass", "method": method, "params": {},
+                     "target": "Mass", "kind": "cam", "values": np.ones((2, 2))}
+                    for i in "ab" for method in ("gradcam", "ig")])
+        w.put_table("localization", pd.DataFrame({
+            "model_id": "m", "image_id": ["a", "b"], "label": "Mass", "source": "explainer",
+            "method": "gradcam", "params_key": params_key({}), "reader": "gt", "gt_positive": True,
+            "predicted": True, "iou": [0.5, 0.3], "hit": 1.0, "pla": 1.0, "roc_auc": 0.8}))
+    return path
+
+
+def test_an_explainer_with_maps_and_no_rows_is_not_listed_behind_the_table_and_the_header_says_why(tmp_path):
+    with open_store(_store_with_unscored_ig(tmp_path / "s.duckdb")) as store:
+        table = run_report(store, "explainers", "m")
+        head = report_provenance(store, "explainers", "m", table)
+        built = store.meta("built_at")
+    assert set(table.explainer) == {"gradcam"}
+    assert head["explainer parameters"] == f"gradcam {params_key({})} (2 maps)"  # no "ig (2 maps)": no ig row
+    assert head["explainers without rows"] == ("ig (2 maps): no row, none of its maps was scored on a "
+                                               "true-positive case")
+    assert head["store"] == "s.duckdb"
+    assert head["store version"] == f"published {built} (schema v{SCHEMA_VERSION})"
+
+
+def test_a_table_that_is_not_a_report_gets_the_store_its_version_and_what_it_was_cut_to(tmp_path):
+    with open_store(_store_with_unscored_ig(tmp_path / "s.duckdb")) as store:
+        head = table_provenance(store, "cohort", dataset="d")
+        built = store.meta("built_at")
+    assert head["table"] == "cohort" and head["dataset"] == "d" and head["store"] == "s.duckdb"
+    assert built and built in head["store version"] and head["exported"]
+    _, back = read_export(with_header(pd.DataFrame({"n": [1]}), head))
+    assert back.n.tolist() == [1]

@@ -1,6 +1,11 @@
-"""``ui.table``: a dash for a missing value in a table of any size, and a plain table past the Styler's reach."""
+"""``ui.table``: a dash for a missing value in a table of any size and any column (the browser draws a
+missing cell with the dataframe's placeholder, "None" unless told), a plain table past the Styler's reach,
+and every table of every page drawn through it."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
@@ -32,4 +37,33 @@ def test_a_small_table_prints_a_dash_and_a_huge_one_goes_plain_with_its_own_capt
     assert shown.age.eq("40").all() and shown.ground_truth.tolist()[:2] == ["—", "1"]
     assert small.caption[0].value.startswith("—: no value")
     assert not huge.dataframe[0].proto.arrow_data.styler.display_values  # plain: no Styler past the limit
-    assert len(huge.dataframe[0].value) == STYLED_CELLS // 3 + 1 and huge.caption[0].value.startswith("An empty cell")
+    assert len(huge.dataframe[0].value) == STYLED_CELLS // 3 + 1
+    # the browser draws every missing cell, small or huge table, with the placeholder: the caption's dash
+    assert small.dataframe[0].proto.placeholder == huge.dataframe[0].proto.placeholder == "—"
+    assert huge.caption[0].value.startswith("—: no value")
+
+
+def test_a_none_in_a_text_column_shows_the_dash_the_caption_promises():
+    def script():
+        import pandas as pd
+
+        from pages import _widgets
+
+        df = pd.DataFrame({"image_id": ["a", "b"], "sex": ["F", None], "iou": [0.5, None]})
+        _widgets.table(df, key="t")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].proto
+    shown = pa.ipc.open_stream(frame.arrow_data.styler.display_values).read_all().to_pandas()
+    assert shown.sex.tolist() == ["F", "—"] and shown.iou.tolist() == ["0.500", "—"]
+    assert frame.placeholder == "—" and at.caption[0].value.startswith("—:")
+
+
+def test_every_page_draws_its_tables_through_ui_table():
+    """A page's own ``st.dataframe`` would show "None" for a missing value (and no caption saying why)."""
+    pages = Path(__file__).resolve().parents[2] / "pages"
+    own = re.compile(r"\bst\.(dataframe|table)\(")
+    direct = [f"{p.name}:{n}" for p in sorted(pages.glob("*.py")) if p.name != "_widgets.py"
+              for n, line in enumerate(p.read_text().splitlines(), 1) if own.search(line)]
+    assert not direct, direct
