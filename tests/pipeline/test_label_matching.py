@@ -179,3 +179,26 @@ def test_the_pages_show_the_matches_and_open_on_a_labelled_finding_of_any_split(
     assert any("of 2 Pleural Effusion cases (test split)" in c.value for c in at.caption)
     split.set_value("val").run()
     assert any("of 4 Pleural Effusion cases (val split)" in c.value for c in at.caption)
+
+
+def test_scores_of_an_earlier_split_follow_thresholds_chosen_later(tmp_path, capsys):
+    """The test split precomputed first (no validation predictions: no threshold, no decision), then
+    the validation split (thresholds chosen there): the test maps' localization rows take the new
+    decisions, as the prediction table does — never an explainer table of stale 'not predicted' rows."""
+    root, store = _folder(tmp_path / "data"), tmp_path / "s.duckdb"
+    model = _checkpoint(tmp_path)
+    assert _precompute(root, store, model, "--split", "test") == 0
+    with open_store(store) as s:
+        assert s.thresholds("net").empty and s.table("localization").predicted.isna().all()
+    capsys.readouterr()
+    assert _precompute(root, store, model, "--split", "val") == 0
+    report = json.loads(capsys.readouterr().out)
+    with open_store(store) as s:
+        decided = s.prediction_table("net").set_index(["image_id", "label"])["predicted"]
+        loc = s.table("localization")
+        labels = set(s.thresholds("net").label)
+    assert labels and labels <= {"Pleural Effusion", "Nodule/Mass", "Pleural thickening", "Hernia"}
+    assert loc.predicted.notna().all() and len(loc) == 2 * 6  # the 2 matched labels × test (2) and val (4)
+    now = decided.reindex(pd.MultiIndex.from_arrays([loc.image_id, loc.label])).astype(bool).to_numpy()
+    assert (loc.predicted.astype(bool).to_numpy() == now).all()
+    assert report["localization"]["rescored_after_a_threshold_change"] == 4  # the test split's 2 × 2
