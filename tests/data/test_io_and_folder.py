@@ -181,3 +181,19 @@ def test_folder_box_labels_take_the_datasets_spelling_or_are_problems(tmp_path):
     assert said[5].startswith("box of 'Dragon', which is none of the dataset's labels "
                               "(Pleural Effusion, Nodule)")
     assert said[5].endswith("annotation skipped") and t.images.image_id.tolist() == ["0.png", "1.png"]
+
+
+def test_folder_split_names_spelled_otherwise_are_the_pipelines_splits(tmp_path):
+    """'Test' and 'validation' in a CSV are the test and val splits (precompute's default split, the
+    split thresholds are chosen on), each renaming said once; an unknown name is kept as written."""
+    for i in range(5):
+        cv2.imwrite(str(tmp_path / f"{i}.png"), np.full((40, 40), 90, np.uint8))
+    pd.DataFrame({"path": [f"{i}.png" for i in range(5)], "Mass": [1, 0, 1, 0, 1],
+                  "split": ["test", "Test", "validation", "holdout", None]}).to_csv(tmp_path / "c.csv",
+                                                                                      index=False)
+    t = load_dataset("folder", tmp_path, csv=tmp_path / "c.csv", labels="Mass")
+    assert t.images.split.tolist() == ["test", "test", "val", "holdout", None]
+    notes = t.problems.problem.tolist()
+    assert notes == ["1 row(s) with split 'Test', the 'test' split spelled otherwise; read as 'test'",
+                     "1 row(s) with split 'validation', the 'val' split spelled otherwise; read as 'val'"]
+    assert {reason(n) for n in notes} == {"split spelled otherwise"}

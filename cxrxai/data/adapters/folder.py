@@ -66,7 +66,8 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         "sex": clean_sex(df["sex"], csv, problems, ids) if "sex" in df else None,
         "age": clean_age(df["age"], csv, problems, ids) if "age" in df else np.nan,
         "view": df["view"] if "view" in df else None,
-        "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
+        "split": (_splits(df["split"], csv, problems) if "split" in df
+                  else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed)),
         "width": np.nan, "height": np.nan,
     })
     with_sources(images, dict.fromkeys(("sex", "age", "view"), f"csv:{Path(csv).name}"))
@@ -122,3 +123,22 @@ def _box_labels(given: pd.Series, names: list[str], boxes_csv, problems: Problem
             problems.note(boxes_csv, f"{n} box(es) labelled {text!r}, the dataset's label {name!r} spelled "
                                      f"otherwise ({match.how[0]})", action=f"read as {name!r}")
     return given.astype(str).map(spelled).where(given.notna(), None)
+
+
+#: Spellings of the three splits the pipeline knows (thresholds are chosen on ``val``, reports
+#: evaluate ``test``), compared without case or surrounding spaces.
+SPLIT_NAMES = {"train": "train", "training": "train", "val": "val", "valid": "val", "validate": "val",
+               "validation": "val", "dev": "val", "test": "test", "testing": "test"}
+
+
+def _splits(values: pd.Series, csv, problems: Problems) -> pd.Series:
+    """The CSV's split column with ``Test``, ``validation``… read as ``test``, ``val``…
+    (:data:`SPLIT_NAMES`), each renaming said once in a note row; other names are kept as written."""
+    text = values.astype("string").str.strip()
+    known = text.str.lower().map(SPLIT_NAMES)
+    renamed = known.notna() & (known != values.astype("string"))
+    for (given, name), n in pd.DataFrame({"given": values[renamed].astype(str), "name": known[renamed]}) \
+            .value_counts(sort=False).items():
+        problems.note(csv, f"{n} row(s) with split {given!r}, the {name!r} split spelled otherwise",
+                      action=f"read as {name!r}")
+    return known.where(known.notna(), values).astype(object).where(values.notna(), None)
