@@ -22,7 +22,7 @@ from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
 from .trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["ANALYSES", "build_dataset", "dataset_stages", "label_problems"]
+__all__ = ["ANALYSES", "build_dataset", "dataset_stages", "label_problems", "refuse_another_root"]
 
 #: Optional analyses of a real-data precompute (``precompute --analyses``).
 ANALYSES = ("sweep", "trust", "fidelity")
@@ -115,7 +115,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
     problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
     report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
     with write_store(store_path, fresh=fresh) as writer:
-        _refuse_old_names(writer, model.spec.name, match)
+        _refuse_old_names(writer, model.spec.name, match, tables)
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
         writer.put_images(_keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name))
@@ -154,15 +154,35 @@ def _problems(tables, images: pd.DataFrame, decoded, clipped: pd.DataFrame,
     return pd.concat(parts, ignore_index=True).assign(dataset=tables.name)
 
 
-def _refuse_old_names(writer, model_id: str, match: LabelMatch) -> None:
+def _refuse_old_names(writer, model_id: str, match: LabelMatch, tables) -> None:
     """Predictions stored under an output's own name by a run before label matching would never
-    be resumed under the dataset's name: say so instead of leaving two names for one output."""
+    be resumed under the dataset's name: say so instead of leaving two names for one output. Also
+    refuses a dataset of the stored one's name read from another folder (:func:`refuse_another_root`)."""
+    refuse_another_root(writer, tables)
     old = sorted(set(match.renamed) & writer.predicted_labels(model_id))
     if old:
         new = ", ".join(match.renamed[o] for o in old)
         raise DataError(f"the store holds predictions of {model_id} under its own label names "
                         f"({', '.join(old)}), which now score the dataset's {new}; rerun with --fresh "
                         "(or another --model-name) — nothing was written")
+
+
+def refuse_another_root(writer, tables) -> None:
+    """A dataset of the same name read from another folder is an error (nothing written): its row
+    would replace the stored one's root, labels and label matches, and the stored images would be
+    looked for in the new folder. A folder dataset takes another name (``name=``); a dataset that
+    moved is re-rooted first."""
+    known = writer.datasets()
+    if known.empty or tables.name not in set(known["dataset"]):
+        return
+    old = known.set_index("dataset").loc[tables.name, "root"]
+    if old is None or pd.isna(old) or Path(str(old)) == absolute(tables.root):
+        return
+    raise DataError(
+        f"{writer.path} already holds a dataset {tables.name!r} read from {old}; this one is read from "
+        f"{absolute(tables.root)}. Nothing was written: for another dataset, give it a name of its own "
+        "(folder: --data-option name=NAME) or another --store; if the images moved, run `python -m cxrxai "
+        f"reroot --store {writer.path} --dataset {tables.name} --root {absolute(tables.root)}` first")
 
 
 def _check_split(tables, split: str | None) -> None:

@@ -12,7 +12,7 @@ from ..errors import DataError
 from ..labels import LabelMatch, match_labels
 from ..models.spec import ModelSpec
 from ..store import write_store
-from .dataset import label_report
+from .dataset import label_report, refuse_another_root
 from .predict import store_thresholds
 
 __all__ = ["import_predictions"]
@@ -44,9 +44,7 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         thresholds = {match_labels(list(thresholds), labels).rename(k): v for k, v in thresholds.items()}
     values = unit_interval(predictions, probs, source)
     ids = predictions[id_column].astype(str)
-    if ids.duplicated().any():
-        i = int(np.flatnonzero(ids.duplicated().to_numpy())[0])
-        raise DataError(f"{source}, row {i + 2}: image {ids.iloc[i]!r} has a second row of predictions (nothing was stored)")
+    _refuse_second_rows(ids, source)
     known = ids.isin(set(tables.images["image_id"]))
     p = values[known.to_numpy()]
     spec = ModelSpec(name=model_name, arch="imported", labels=match.outputs, thresholds={},
@@ -56,11 +54,12 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         logits = np.log(p) - np.log1p(-p)
     problems = [tables.problems.assign(stage="adapter"),
                 pd.DataFrame({"file": source, "row": np.flatnonzero(~known.to_numpy()) + 2, "image_id": ids[~known],
-                              "problem": "prediction for an image not in the dataset; prediction skipped", "stage": "import"})]
-    problems.append(_unmatched_problems(match, source))
+                              "problem": "prediction for an image not in the dataset; prediction skipped",
+                              "stage": "import"}), _unmatched_problems(match, source)]
     if thresholds:
         problems.append(_threshold_problems(labels, thresholds, thresholds_source))
     with write_store(store_path, fresh=fresh) as writer:
+        refuse_another_root(writer, tables)
         writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
                            description=tables.description, config=tables.config)
         writer.put_images(tables.images.assign(dataset=tables.name))
@@ -80,6 +79,14 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
             report = {"thresholds": store_thresholds(writer, model_name, fallback={})}
     return {"images": int(known.sum()), "unknown_ids": int((~known).sum()), "labels": list(labels),
             "label_matches": label_report(match), "new_problems": n_problems, **report}
+
+
+def _refuse_second_rows(ids: pd.Series, source: str) -> None:
+    """An image with two rows of predictions is a :class:`DataError` naming the second row."""
+    if ids.duplicated().any():
+        i = int(np.flatnonzero(ids.duplicated().to_numpy())[0])
+        raise DataError(f"{source}, row {i + 2}: image {ids.iloc[i]!r} has a second row of predictions "
+                        "(nothing was stored)")
 
 
 def _threshold_problems(labels, thresholds: dict, source: str) -> pd.DataFrame:

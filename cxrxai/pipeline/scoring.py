@@ -100,12 +100,10 @@ def localization_stage(ctx) -> dict:
     if index.empty:
         return {"scored": 0}
     done = ctx.writer.table("localization", model_id=mid)
-    if not done.empty:
-        keys = set(zip(done.image_id, done.label, done.method, done.params_key))
-        index = index[[k not in keys for k in zip(index.image_id, index.label, index.method, index.params_key)]]
+    preds = ctx.writer.prediction_table(mid).set_index(["image_id", "label"])
+    index, rescored = _to_score(index, done, preds)
     if index.empty:
         return {"scored": 0, "skipped": len(done)}
-    preds = ctx.writer.prediction_table(mid).set_index(["image_id", "label"])
     truths, sizes, problems = truth_by_case(ctx.writer, index.image_id.unique(), stage="localization")
     _put_problems(ctx, problems)
     bad = {p["image_id"] for p in problems}
@@ -135,7 +133,30 @@ def localization_stage(ctx) -> dict:
     if rows:
         ctx.writer.put_table("localization", pd.DataFrame(rows))
     ctx.progress("localization metrics", n, len(index))
-    return {"scored": n}
+    return {"scored": n, **({"rescored_after_a_threshold_change": rescored} if rescored else {})}
+
+
+def _decision_codes(values) -> np.ndarray:
+    """A decision column (True / False / missing) as 1.0 / 0.0 / -1.0, to compare two of them."""
+    return pd.Series(values, dtype=object).map({True: 1.0, False: 0.0}).fillna(-1.0).to_numpy(float)
+
+
+def _to_score(index: pd.DataFrame, done: pd.DataFrame, preds: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The maps of ``index`` without localization rows, and those whose rows were scored under another
+    decision than the current thresholds give (a threshold chosen or changed since, e.g. a later run
+    on the validation split or with ``--thresholds``): their ``predicted`` and ``iou_gated`` would be
+    stale. Returns the maps to score and how many of them are re-scored."""
+    if done.empty:
+        return index, 0
+    now = preds["predicted"].reindex(pd.MultiIndex.from_arrays([done.image_id, done.label]))
+    stale = (_decision_codes(now.to_numpy()) != _decision_codes(done["predicted"].to_numpy())) & \
+        (done["source"] == "explainer").to_numpy()
+    keys = list(zip(done.image_id, done.label, done.method, done.params_key))
+    current = {k for k, old in zip(keys, stale) if not old}
+    redo = {k for k, old in zip(keys, stale) if old}
+    wanted = [k not in current for k in zip(index.image_id, index.label, index.method, index.params_key)]
+    index = index[wanted]
+    return index, sum(k in redo for k in zip(index.image_id, index.label, index.method, index.params_key))
 
 
 #: Side of the common grid on which training masks of different sizes are averaged.

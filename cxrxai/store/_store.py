@@ -228,9 +228,32 @@ class StoreWriter(RecordWriter, Queries):
         )
 
     def put_images(self, df: pd.DataFrame) -> int:
+        """Rows of the images table, replacing those of the same image id. An image id that already
+        belongs to another dataset is a :class:`StoreError` (nothing written): the row would move that
+        image, and with it its labels, boxes and predictions (keyed by image id), to this dataset."""
         cols = ["image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin",
                 "view", "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note"]
+        if not df.empty:
+            self._refuse_other_datasets(df)
         return self._upsert("images", df.reindex(columns=cols), cols)
+
+    def _refuse_other_datasets(self, df: pd.DataFrame) -> None:
+        self._con.register("_incoming_ids", df[["image_id", "dataset"]])
+        try:
+            clash = self._con.execute(
+                "SELECT i.dataset AS stored, n.dataset AS new, count(*) AS n, min(i.image_id) AS first "
+                "FROM images i JOIN _incoming_ids n USING (image_id) WHERE i.dataset <> n.dataset "
+                "GROUP BY ALL").df()
+        finally:
+            self._con.unregister("_incoming_ids")
+        if len(clash):
+            c = clash.iloc[0]
+            raise StoreError(
+                f"{int(c.n):,} image id(s) of dataset {c.new!r} already belong to dataset {c.stored!r} in "
+                f"{self.path} (first: {c.first!r}); writing them would move those images, with their labels, "
+                f"boxes and predictions, from {c.stored!r} to {c.new!r}. Nothing was written: give this "
+                "dataset image ids of its own (the folder CSV's image_id column), or write it to another "
+                "--store")
 
     def put_labels(self, df: pd.DataFrame) -> int:
         """Long table image_id, label, value (1, 0 or missing for unknown)."""

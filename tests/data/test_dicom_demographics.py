@@ -117,6 +117,35 @@ def test_any_folder_of_dicoms_and_a_missing_file(tmp_path):
     assert off.images.set_index("image_id").loc["a.dcm", ["sex", "sex_source"]].isna().all()
 
 
+def test_dicom_ages_in_weeks_and_days_are_ages(tmp_path):
+    """PatientAge is nnnD, nnnW, nnnM or nnnY (DICOM PS3.5, VR AS): a newborn's "002W" is 2 weeks."""
+    ages = {"w": "002W", "d": "010D", "m": "006M", "y": "058Y"}
+    root = rsna_root(tmp_path, {pid: ("F", age, "AP") for pid, age in ages.items()})
+    t = load_dataset("rsna", root)
+    img = t.images.set_index("image_id")
+    assert img.loc[list(ages), "age"].tolist() == pytest.approx([14 / 365, 10 / 365, 0.5, 58.0])
+    assert (img.loc[list(ages), "age_source"] == "dicom:PatientAge").all()
+    assert img.loc["w", "age_bin"] == "0-20" and t.problems.empty
+
+
+def test_dicom_files_named_without_a_suffix_give_their_headers(tmp_path):
+    """The film reader reads a file by its DICM magic whatever its name (RSNA-style UIDs, IM-0001):
+    its header's sex, age and view are read too, not said to be missing."""
+    write_dicom(tmp_path / "scans" / "1.2.840.113619.2.55", sex="F", age="071Y", view="AP")
+    write_dicom(tmp_path / "scans" / "IM-0001-0001", sex="M", age="040Y", view="PA")
+    png = tmp_path / "scans" / "film.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")  # a PNG name is never opened for a header
+    pd.DataFrame({"path": ["scans/1.2.840.113619.2.55", "scans/IM-0001-0001", "scans/film.png"],
+                  "Effusion": [1, 0, 0]}).to_csv(tmp_path / "cases.csv", index=False)
+    t = load_dataset("folder", tmp_path, csv=tmp_path / "cases.csv", labels="Effusion")
+    img = t.images.set_index("image_id")
+    assert img.loc["scans/1.2.840.113619.2.55", ["sex", "age", "view"]].tolist() == ["F", 71.0, "AP"]
+    assert img.loc["scans/IM-0001-0001", ["sex_source", "age_source", "view_source"]].tolist() == \
+        ["dicom:PatientSex", "dicom:PatientAge", "dicom:ViewPosition"]
+    assert img.loc["scans/film.png", ["sex", "sex_source"]].isna().all() and t.problems.empty
+    assert t.config["demographics"]["sex"]["dicom"] == 2
+
+
 def test_strict_stops_at_a_bad_tag(tmp_path):
     with pytest.raises(DataError, match="p3.dcm.*'O'"):
         load_dataset("rsna", rsna_root(tmp_path), strict=True)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cxrxai.audit._reasons import reason
 from cxrxai.data.adapters import load_dataset
 from cxrxai.data.io import read_dicom, read_image
 from cxrxai.errors import DataError
@@ -150,3 +151,49 @@ def test_chexlocalize_sample_polygons_match_their_masks_and_the_anatomy():
     heart = case_masks(t.annotations[t.annotations.image_id == "patient64541_study1_view1_frontal"], *img.shape)[
         ("Cardiomegaly", "gt")]
     assert heart.shape == img.shape and img[heart].mean() > img.mean() + 20
+
+
+def test_folder_box_labels_take_the_datasets_spelling_or_are_problems(tmp_path):
+    """Boxes spelled as another source spells the finding ("Effusion" for the CSV's "Pleural
+    Effusion", "nodule" for "Nodule") are that label's boxes, said once per spelling; a box of a label
+    the dataset does not have is a problem row, never a box no map can be scored against."""
+    for i in range(2):
+        cv2.imwrite(str(tmp_path / f"{i}.png"), np.full((40, 40), 90, np.uint8))
+    pd.DataFrame({"path": ["0.png", "1.png"], "Pleural Effusion": [1, 0], "Nodule": [1, 1]}).to_csv(
+        tmp_path / "cases.csv", index=False)
+    pd.DataFrame({"path": ["0.png", "0.png", "1.png", "1.png", "1.png"],
+                  "label": ["Effusion", "nodule", "Nodule", "Dragon", "Effusion"],
+                  "x": 2, "y": 2, "w": 5, "h": 5}).to_csv(tmp_path / "boxes.csv", index=False)
+    t = load_dataset("folder", tmp_path, csv=tmp_path / "cases.csv", labels=["Pleural Effusion", "Nodule"],
+                     boxes_csv=tmp_path / "boxes.csv")
+    ann = t.annotations.sort_values(["image_id", "label", "instance"])
+    assert ann[["image_id", "label", "instance"]].values.tolist() == [
+        ["0.png", "Nodule", 0], ["0.png", "Pleural Effusion", 0], ["1.png", "Nodule", 0],
+        ["1.png", "Pleural Effusion", 0]]
+    said = t.problems.set_index(t.problems.row.fillna(0).astype(int))["problem"]
+    notes = said[0].tolist()
+    assert ("2 box(es) labelled 'Effusion', the dataset's label 'Pleural Effusion' spelled otherwise "
+            "(alias); read as 'Pleural Effusion'") in notes
+    assert ("1 box(es) labelled 'nodule', the dataset's label 'Nodule' spelled otherwise (case); "
+            "read as 'Nodule'") in notes
+    reasons = {reason(p) for p in said}
+    assert {"box label spelled otherwise", "unknown label"} <= reasons
+    assert said[5].startswith("box of 'Dragon', which is none of the dataset's labels "
+                              "(Pleural Effusion, Nodule)")
+    assert said[5].endswith("annotation skipped") and t.images.image_id.tolist() == ["0.png", "1.png"]
+
+
+def test_folder_split_names_spelled_otherwise_are_the_pipelines_splits(tmp_path):
+    """'Test' and 'validation' in a CSV are the test and val splits (precompute's default split, the
+    split thresholds are chosen on), each renaming said once; an unknown name is kept as written."""
+    for i in range(5):
+        cv2.imwrite(str(tmp_path / f"{i}.png"), np.full((40, 40), 90, np.uint8))
+    pd.DataFrame({"path": [f"{i}.png" for i in range(5)], "Mass": [1, 0, 1, 0, 1],
+                  "split": ["test", "Test", "validation", "holdout", None]}).to_csv(tmp_path / "c.csv",
+                                                                                      index=False)
+    t = load_dataset("folder", tmp_path, csv=tmp_path / "c.csv", labels="Mass")
+    assert t.images.split.tolist() == ["test", "test", "val", "holdout", None]
+    notes = t.problems.problem.tolist()
+    assert notes == ["1 row(s) with split 'Test', the 'test' split spelled otherwise; read as 'test'",
+                     "1 row(s) with split 'validation', the 'val' split spelled otherwise; read as 'val'"]
+    assert {reason(n) for n in notes} == {"split spelled otherwise"}

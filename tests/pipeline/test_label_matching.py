@@ -179,3 +179,51 @@ def test_the_pages_show_the_matches_and_open_on_a_labelled_finding_of_any_split(
     assert any("of 2 Pleural Effusion cases (test split)" in c.value for c in at.caption)
     split.set_value("val").run()
     assert any("of 4 Pleural Effusion cases (val split)" in c.value for c in at.caption)
+
+
+def test_scores_of_an_earlier_split_follow_thresholds_chosen_later(tmp_path, capsys):
+    """The test split precomputed first (no validation predictions: no threshold, no decision), then
+    the validation split (thresholds chosen there): the test maps' localization rows take the new
+    decisions, as the prediction table does — never an explainer table of stale 'not predicted' rows."""
+    root, store = _folder(tmp_path / "data"), tmp_path / "s.duckdb"
+    model = _checkpoint(tmp_path)
+    assert _precompute(root, store, model, "--split", "test") == 0
+    with open_store(store) as s:
+        assert s.thresholds("net").empty and s.table("localization").predicted.isna().all()
+    capsys.readouterr()
+    assert _precompute(root, store, model, "--split", "val") == 0
+    report = json.loads(capsys.readouterr().out)
+    with open_store(store) as s:
+        decided = s.prediction_table("net").set_index(["image_id", "label"])["predicted"]
+        loc = s.table("localization")
+        labels = set(s.thresholds("net").label)
+    assert labels and labels <= {"Pleural Effusion", "Nodule/Mass", "Pleural thickening", "Hernia"}
+    assert loc.predicted.notna().all() and len(loc) == 2 * 6  # the 2 matched labels × test (2) and val (4)
+    now = decided.reindex(pd.MultiIndex.from_arrays([loc.image_id, loc.label])).astype(bool).to_numpy()
+    assert (loc.predicted.astype(bool).to_numpy() == now).all()
+    assert report["localization"]["rescored_after_a_threshold_change"] == 4  # the test split's 2 × 2
+
+
+def test_a_second_dataset_never_takes_over_the_first(tmp_path, capsys):
+    """Two sites' folders, both read with the folder adapter (default name "folder") and naming their
+    films c0.png…: the second is refused until it has a name and image ids of its own; the first's
+    root, labels and predictions stay as they were."""
+    first, second, store = _folder(tmp_path / "a"), _folder(tmp_path / "b"), tmp_path / "s.duckdb"
+    model = _checkpoint(tmp_path)
+    assert _precompute(first, store, model, "--split", "all") == 0
+    before = store.read_bytes()
+    assert _precompute(second, store, model, "--split", "all") == 2
+    assert f"already holds a dataset 'folder' read from {first}" in capsys.readouterr().err
+    assert _precompute(second, store, model, "--split", "all", "--data-option", "name=b") == 2
+    assert "8 image id(s) of dataset 'b' already belong to dataset 'folder'" in capsys.readouterr().err
+    assert store.read_bytes() == before  # nothing written by either
+    cases = pd.read_csv(second / "cases.csv")
+    cases.assign(image_id="b/" + cases["path"]).to_csv(second / "cases.csv", index=False)
+    assert _precompute(second, store, model, "--split", "all", "--data-option", "name=b") == 0
+    with open_store(store) as s:
+        roots = s.datasets().set_index("dataset")["root"].to_dict()
+        per_dataset = s.images().groupby("dataset").size().to_dict()
+        ids = s.prediction_table("net")[["image_id"]]
+        predicted = ids.merge(s.images()[["image_id", "dataset"]], on="image_id").groupby("dataset").size()
+    assert roots == {"folder": str(first), "b": str(second)} and per_dataset == {"folder": 8, "b": 8}
+    assert predicted.to_dict() == {"folder": 32, "b": 32}

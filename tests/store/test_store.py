@@ -121,6 +121,25 @@ def test_upserts_replace_instead_of_duplicating(store_path):
         assert len(s.images()) == 3 and s.image("i1")["split"] == "val"
 
 
+def test_an_image_id_of_another_dataset_is_refused_and_nothing_is_lost(store_path):
+    """Two folder datasets both naming their films images/0001.png: the second must not take the
+    first's rows (images are keyed by id, and so are their labels and predictions)."""
+    with pytest.raises(StoreError, match=r"2 image id\(s\) of dataset 'e' already belong to dataset 'd'.*"
+                                         r"first: 'i1'.*Nothing was written"):
+        with write_store(store_path) as w:
+            w.put_dataset("e", source="unit", labels=["A"])
+            w.put_images(_images(["i1", "i2", "j9"]).assign(dataset="e"))
+    with open_store(store_path) as s:
+        assert s.images()[["image_id", "dataset"]].values.tolist() == [["i1", "d"], ["i2", "d"], ["i3", "d"]]
+        assert s.datasets().dataset.tolist() == ["d"]
+    with write_store(store_path) as w:  # its own ids, or the same dataset again: written
+        w.put_images(_images(["j1"]).assign(dataset="e"))
+        w.put_images(_images(["i1"]).assign(sex="M"))
+    with open_store(store_path) as s:
+        assert s.images().set_index("image_id").loc[["i1", "j1"], ["dataset", "sex"]].values.tolist() == \
+            [["d", "M"], ["e", "F"]]
+
+
 def test_counts_by_group(store_path):
     with open_store(store_path) as s:
         assert s.image_counts(["split", "sex"]).to_dict("records") == [{"split": "test", "sex": "F", "n": 3}]

@@ -187,14 +187,19 @@ def _where(path, values: pd.Series, i: int) -> tuple[object, int | None]:
 
 
 def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series | None) -> pd.Series:
-    """Ages in years; "058Y" style accepted; missing stays missing; absurd ages are problems
-    (``path``: the CSV, or a Series of one file per value, see :func:`_where`; ``ids``: the image of
-    each value, ``None`` when the values are per patient)."""
+    """Ages in years; DICOM age strings accepted (``"058Y"``, ``"006M"``, ``"002W"``, ``"010D"``: years,
+    months, weeks, days); missing stays missing; absurd ages are problems (``path``: the CSV, or a
+    Series of one file per value, see :func:`_where`; ``ids``: the image of each value, ``None`` when
+    the values are per patient).
+
+    >>> ages = pd.Series(["058Y", "006M", "026W", "073D"])
+    >>> clean_age(ages, "f.csv", Problems(False), None).round(2).tolist()
+    [58.0, 0.5, 0.5, 0.2]
+    """
     text = values.astype("string").str.strip().str.upper()
-    months = text.str.endswith("M", na=False)
-    days = text.str.endswith("D", na=False)
-    num = pd.to_numeric(text.str.rstrip("YMD"), errors="coerce").astype(float)
-    num = num.where(~months, num / 12).where(~days, num / 365)
+    num = pd.to_numeric(text.str.rstrip("YMWD"), errors="coerce").astype(float)
+    for unit, per_year in (("M", 12), ("W", 365 / 7), ("D", 365)):
+        num = num.where(~text.str.endswith(unit, na=False), num / per_year)
     bad = ((num < 0) | (num > MAX_AGE) | (values.notna() & num.isna())).to_numpy(dtype=bool)
     for i in np.flatnonzero(bad):
         problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,

@@ -2,8 +2,9 @@
 
 An adapter fills what its CSVs give (source ``csv:<file>``); :func:`fill_from_dicom`, run by
 ``load_dataset`` after every adapter, reads ``PatientSex``, ``PatientAge`` (``"058Y"``, ``"006M"``)
-and ``ViewPosition`` from the headers of the images whose path ends in ``.dcm`` / ``.dicom`` and
-that still miss one of them — per value: the CSV wins where it has one, the tag fills only the
+and ``ViewPosition`` from the headers of the images that are DICOM files (:func:`dicom_files`: a
+``.dcm`` / ``.dicom`` name, or ``DICM`` at byte 128 of a file named otherwise) and that still miss
+one of them — per value: the CSV wins where it has one, the tag fills only the
 missing ones (source ``dicom:<Tag>``). Only headers are read (``stop_before_pixels``,
 ``specific_tags``), once per image, at load time, so precompute, import-predictions and the
 Subgroups report all see the same demographics of every image of the dataset.
@@ -24,13 +25,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io import is_dicom
 from ._base import DatasetTables, Problems, clean_age, clean_sex, with_age_bins
 
-__all__ = ["DICOM_SUFFIXES", "TAGS", "fill_from_dicom", "read_dicom_tags"]
+__all__ = ["DICOM_SUFFIXES", "RASTER_SUFFIXES", "TAGS", "dicom_files", "fill_from_dicom", "read_dicom_tags"]
 
 #: Image field → the DICOM keyword it is read from.
 TAGS = {"sex": "PatientSex", "age": "PatientAge", "view": "ViewPosition"}
 DICOM_SUFFIXES = (".dcm", ".dicom")
+#: Names the film reader reads as PNG / JPEG / TIFF: never opened to look for a DICOM header.
+RASTER_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 NOT_FOUND = "not found"
 POOL_FROM = 2000
 
@@ -76,13 +80,28 @@ def _headers(root: Path, paths: pd.Series, workers: int | None = None) -> pd.Dat
     return pd.DataFrame(rows, index=paths.index, columns=[*TAGS.values(), "error"])
 
 
+def dicom_files(root: Path, paths: pd.Series) -> np.ndarray:
+    """Which ``paths`` (relative to ``root``) are DICOM files, by the film reader's rule: a
+    ``.dcm`` / ``.dicom`` name, or — for a name with no raster suffix (RSNA-style ``1.2.840…`` ids,
+    ``IM-0001-0001``) — ``DICM`` at byte 128 of a file that is there. PNG / JPEG names are not opened."""
+    lower = paths.astype(str).str.lower()
+    named = np.array(lower.str.endswith(DICOM_SUFFIXES), dtype=bool)
+    for i in np.flatnonzero(~named & ~lower.str.endswith(RASTER_SUFFIXES).to_numpy()):
+        file = root / str(paths.iloc[i])
+        try:
+            named[i] = file.is_file() and is_dicom(file)
+        except OSError:  # unreadable: the film reader says so when it decodes it
+            named[i] = False
+    return named
+
+
 def fill_from_dicom(tables: DatasetTables, *, hint: str = "", strict: bool = False) -> DatasetTables:
     """``tables`` with missing sex / age / view filled from its DICOM images' headers (see the module
     docstring); ``hint`` says how a user supplies what is still missing (quoted in the record)."""
     images = tables.images.reset_index(drop=True)  # one label per row: headers are joined back by it
     for column in ("sex", "view", "sex_source", "age_source", "view_source"):
         images[column] = images[column].astype(object).where(images[column].notna(), None)
-    dicom = images["path"].astype(str).str.lower().str.endswith(DICOM_SUFFIXES).to_numpy()
+    dicom = dicom_files(Path(tables.root), images["path"])
     need = dicom & images[list(TAGS)].isna().any(axis=1).to_numpy()
     problems = Problems(strict)
     heads = _headers(Path(tables.root), images.loc[need, "path"])

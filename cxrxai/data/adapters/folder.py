@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import DataError, shown
+from ...labels import match_labels
 from ._base import (
     DatasetTables,
     Problems,
@@ -65,11 +66,12 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
         "sex": clean_sex(df["sex"], csv, problems, ids) if "sex" in df else None,
         "age": clean_age(df["age"], csv, problems, ids) if "age" in df else np.nan,
         "view": df["view"] if "view" in df else None,
-        "split": df["split"] if "split" in df else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed),
+        "split": (_splits(df["split"], csv, problems) if "split" in df
+                  else patient_split(patients, {"train": 0.8, "val": 0.1, "test": 0.1}, seed)),
         "width": np.nan, "height": np.nan,
     })
     with_sources(images, dict.fromkeys(("sex", "age", "view"), f"csv:{Path(csv).name}"))
-    annotations = _boxes(boxes_csv, ids, problems) if boxes_csv else pd.DataFrame()
+    annotations = _boxes(boxes_csv, ids, names, problems) if boxes_csv else pd.DataFrame()
     keep = ~images.image_id.isin(problems.skipped())
     return DatasetTables(name=name, source=f"folder {root}", root=root, label_names=names,
                          images=with_age_bins(images[keep].reset_index(drop=True)),
@@ -77,20 +79,66 @@ def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | 
                          annotations=annotations, problems=problems.frame())
 
 
-def _boxes(boxes_csv, ids: pd.Series, problems: Problems) -> pd.DataFrame:
+def _boxes(boxes_csv, ids: pd.Series, names: list[str], problems: Problems) -> pd.DataFrame:
     """The boxes CSV (``image_id`` or ``path``, label, x, y, w, h) as annotations; a box of an
-    unknown image or with no area is a problem row. Edges are checked against each decoded image
-    by the precompute (clipped or dropped there)."""
+    unknown image, with no area or of a label the dataset does not have is a problem row. A box
+    label spelled otherwise than the dataset's (case, ``_``, a synonym of
+    :data:`~cxrxai.labels.SYNONYMS`) takes the dataset's spelling, said in a note row, so the box
+    meets that label's predictions and maps. Edges are checked against each decoded image by the
+    precompute (clipped or dropped there)."""
     b = read_csv(boxes_csv, problems=problems)
     key = "image_id" if "image_id" in b else "path"
     require(b, [key, "label", "x", "y", "w", "h"], boxes_csv)
+    given = b["label"].copy()
+    b["label"] = _box_labels(given, names, boxes_csv, problems)
     unknown = ~b[key].astype(str).isin(set(ids))
     flat = ~unknown & ((b.w <= 0) | (b.h <= 0))
-    for i in b.index[unknown | flat]:
-        what = "box of an image not in the CSV" if unknown[i] else f"box with no area (w {b.at[i, 'w']}, h {b.at[i, 'h']})"
+    other = ~unknown & ~flat & b["label"].isna()
+    for i in b.index[unknown | flat | other]:
+        if unknown[i]:
+            what = "box of an image not in the CSV"
+        elif flat[i]:
+            what = f"box with no area (w {b.at[i, 'w']}, h {b.at[i, 'h']})"
+        else:
+            what = (f"box of {shown(given[i])}, which is none of the dataset's labels ({', '.join(names)}) "
+                    "by name, case or synonym")
         problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), what, action="annotation skipped")
-    b = b[~(unknown | flat)]
+    b = b[~(unknown | flat | other)]
     annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
                                 "x": b.x, "y": b.y, "w": b.w, "h": b.h})
     annotations["instance"] = annotations.groupby(["image_id", "label"]).cumcount()
     return annotations
+
+
+def _box_labels(given: pd.Series, names: list[str], boxes_csv, problems: Problems) -> pd.Series:
+    """Each box's label under the dataset's spelling (missing when it is none of ``names``), each
+    renaming said once in a note row."""
+    spelled = {}
+    for text in given.dropna().astype(str).unique():
+        match = match_labels([text], names)
+        spelled[text] = match.names[0] if match.matched else None
+        if match.matched and match.names[0] != text:
+            n = int((given.astype(str) == text).sum())
+            name = match.names[0]
+            problems.note(boxes_csv, f"{n} box(es) labelled {text!r}, the dataset's label {name!r} spelled "
+                                     f"otherwise ({match.how[0]})", action=f"read as {name!r}")
+    return given.astype(str).map(spelled).where(given.notna(), None)
+
+
+#: Spellings of the three splits the pipeline knows (thresholds are chosen on ``val``, reports
+#: evaluate ``test``), compared without case or surrounding spaces.
+SPLIT_NAMES = {"train": "train", "training": "train", "val": "val", "valid": "val", "validate": "val",
+               "validation": "val", "dev": "val", "test": "test", "testing": "test"}
+
+
+def _splits(values: pd.Series, csv, problems: Problems) -> pd.Series:
+    """The CSV's split column with ``Test``, ``validation``… read as ``test``, ``val``…
+    (:data:`SPLIT_NAMES`), each renaming said once in a note row; other names are kept as written."""
+    text = values.astype("string").str.strip()
+    known = text.str.lower().map(SPLIT_NAMES)
+    renamed = known.notna() & (known != values.astype("string"))
+    for (given, name), n in pd.DataFrame({"given": values[renamed].astype(str), "name": known[renamed]}) \
+            .value_counts(sort=False).items():
+        problems.note(csv, f"{n} row(s) with split {given!r}, the {name!r} split spelled otherwise",
+                      action=f"read as {name!r}")
+    return known.where(known.notna(), values).astype(object).where(values.notna(), None)
