@@ -84,7 +84,8 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     def key(part: str) -> str:
         return f"{part}_{name}"
 
-    display = _viewer.display_controls(key, any(get(s["method"]).kind == "pixel" for s in specs))
+    kinds = [get(s["method"]).kind for s in specs]  # one set of controls: a pixel map's defaults if any
+    display = _viewer.display_controls(key, "pixel" if "pixel" in kinds else kinds[0])
     readers = _viewer.readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])

@@ -37,7 +37,7 @@ class StandIn:
     def submit(self, job):
         if job.key in self.jobs:
             return self.jobs[job.key]
-        job.state, job.progress, job.stage = JobState.RUNNING, (3, 12), "windows"
+        job.state, job.progress, job.counts = JobState.RUNNING, (3, 12), ("", 3, 12)
         job.wait = lambda timeout=None, job=job: self.waits.append((job.key, timeout)) or False
         self.jobs[job.key] = job
         return job
