@@ -26,7 +26,7 @@ from .postprocess import minmax, positive, upsample
 
 __all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES",
            "SEGMENTATION_NAME", "blend", "colorscale", "display_defaults", "display_heat", "film_figure",
-           "film_grid", "window"]
+           "film_grid", "reader_styles", "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
@@ -161,12 +161,17 @@ def _contours(mask: np.ndarray, f: float) -> tuple[list, list]:
     return xs, ys
 
 
+def reader_styles(readers: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+    """``{reader: (colour, dash, legend name)}`` in drawing order: the reference (gt) first, then
+    by name: the viewer and its PNG export give a reader the same colour."""
+    ordered = sorted(set(readers), key=lambda r: (r != "gt", r))
+    return {r: (*READER_STYLES[k % len(READER_STYLES)], "reference (gt)" if r == "gt" else f"reader {r}")
+            for k, r in enumerate(ordered)}
+
+
 def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> list[go.Scatter]:
-    readers = sorted({*masks, *(r for r, _ in boxes), *(r for r, _ in points)}, key=lambda r: (r != "gt", r))
-    traces = []
-    for k, reader in enumerate(readers):
-        color, dash = READER_STYLES[k % len(READER_STYLES)]
-        name = "reference (gt)" if reader == "gt" else f"reader {reader}"
+    traces, styles = [], reader_styles({*masks, *(r for r, _ in boxes), *(r for r, _ in points)})
+    for reader, (color, dash, name) in styles.items():
         line = dict(color=color, width=2, dash=dash)
         if reader in masks:
             xs, ys = _contours(masks[reader], f)

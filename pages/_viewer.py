@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import film, overlay
+from cxrxai import film, film_png, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
 from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
@@ -274,17 +274,13 @@ def details(store, state: PanelState, method, params, display, truth, r: Resolve
     _scores(score)
     what = f"{get(method).title} {describe(params)}".strip()
     stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
-    masks, saliency = truth["masks"], r.saliency
-    readers = ", ".join(sorted(masks)) or "none"
-    legend = [f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
-              f"readers: {readers} · colour map {display['colormap']} (0 → 1: min → max)"
-              + (" · green: the scored Otsu segmentation" if score.mask is not None else "")]
+    saliency = r.saliency
+    legend = (f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
+              f"colour map {display['colormap']}, opacity {display['alpha']:g}, "
+              f"clear below {display['floor']:g}")
 
-    def png() -> np.ndarray:
-        rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
-                                  masks=[(label, m) for m in masks.values()],
-                                  boxes=[(label, b) for _, b in truth["boxes"]], segmentation=score.mask)
-        return overlay.with_legend(rgb, legend)
+    def png() -> np.ndarray:  # what the film shows, at the film's own resolution
+        return film_png.film_png(img, saliency, **truth, segmentation=score.mask, legend=legend, **display)
 
     c1, c2 = st.columns(2)
     with c1:
