@@ -1,6 +1,10 @@
 """The film viewer: a radiograph, its saliency map and every reader's ground truth as one Plotly figure.
 
-Zoom and pan are Plotly's. The film is shown through a window/level; the map is blended with an
+Zoom and pan are Plotly's, kept by ``uirevision`` (layout and every axis) keyed on the case only
+(:func:`view_revision`): a display change keeps them, a new case resets them — where the host honours
+it. Streamlit 1.67's ``st.plotly_chart`` does not: the chart's element id hashes the figure spec,
+so any change mounts a new chart at full view (streamlit#5107; a keyed chart keeps its identity
+once streamlit PR #16052 ships). The film is shown through a window/level; the map is blended with an
 opacity that grows with its value, so values under the display ``floor`` (or outside the top-k %)
 are transparent and the film stays readable; a colour bar gives the map's own scale (its positive
 part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
@@ -26,7 +30,7 @@ from .postprocess import minmax, positive, upsample
 
 __all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES",
            "SEGMENTATION_NAME", "blend", "colorscale", "display_defaults", "display_heat", "film_figure",
-           "film_grid", "reader_styles", "window"]
+           "film_grid", "reader_styles", "view_revision", "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
@@ -54,6 +58,12 @@ def display_defaults(kind: str) -> dict:
     if kind not in DISPLAY_DEFAULTS:
         raise UnknownNameError("map kind", kind, tuple(DISPLAY_DEFAULTS))
     return dict(DISPLAY_DEFAULTS[kind])
+
+
+def view_revision(*case_ids: str) -> str:
+    """The ``uirevision`` of a figure of these cases: zoom and pan survive every display change
+    (map, scale, opacity, window/level, a map refining) and reset only when a case changes."""
+    return "view:" + "|".join(case_ids)
 
 
 def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np.ndarray:
@@ -260,7 +270,7 @@ def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks:
     """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
     at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``;
     ``segmentation``: the scored Otsu mask at the film's size, outlined when ``otsu`` (None: no
-    contour). Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
+    contour). ``revision``: :func:`view_revision` of the case (zoom and pan kept while it stays)."""
     h, w = image.shape
     _check_segmentation(segmentation, image.shape)
     rgb, size, f = _film(image, level)
@@ -271,10 +281,11 @@ def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks:
                                         segmentation=segmentation)
         traces = bar + contour
     fig = go.Figure([_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
-    fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
-    fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain")
+    kept = revision or None  # zoom and pan: kept while the case's revision stays
+    fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=kept)
+    fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain", uirevision=kept)
     fig.update_layout(height=height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title or None,
-                      legend=_legend_below(), dragmode="zoom", plot_bgcolor="black", uirevision=revision or title)
+                      legend=_legend_below(), dragmode="zoom", plot_bgcolor="black", uirevision=kept)
     return fig
 
 
@@ -324,10 +335,11 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
                 legend_seen.add(trace.name)
             fig.add_trace(trace, row=row, col=col)
         h, w = image.shape
-        fig.update_xaxes(visible=False, range=[0, w], constrain="domain", row=row, col=col)
-        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
+        fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=revision or None,
                          row=row, col=col)
+        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
+                         uirevision=revision or None, row=row, col=col)
     fig.update_annotations(font_size=12)  # the panels' titles
     fig.update_layout(height=height_per_row * rows + 60, margin=dict(l=0, r=0, t=50, b=0), legend=_legend_below(),
-                      dragmode="zoom", plot_bgcolor="black", uirevision=revision)
+                      dragmode="zoom", plot_bgcolor="black", uirevision=revision or None)
     return fig

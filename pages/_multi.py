@@ -110,7 +110,7 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
                  *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
                    for s, p in zip(specs, panels)))
     fig = ui.session_memo(f"film_{name}", signature, lambda: film.film_grid(
-        panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
+        panels, columns=columns, revision=film.view_revision(name, *(s["case"] for s in specs)),
         height_per_row=420 if columns == 2 else 320, **display))
     ui.chart(fig, key=f"film_{name}")
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "

@@ -252,7 +252,7 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim, repr(sorted(display.items())),
                  tuple(readers), ui.digest(score.mask))
     fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
-        img, r.shown, **truth, segmentation=score.mask, revision=f"{case_id}-{label}",
+        img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id),
         **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")

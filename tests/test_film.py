@@ -11,7 +11,7 @@ import pytest
 
 from cxrxai.explain.registry import KINDS
 from cxrxai.film import (DISPLAY_DEFAULTS, READER_STYLES, blend, display_defaults, display_heat, film_figure, film_grid,
-                         window)
+                         view_revision, window)
 
 
 def _film(h=300, w=200):
@@ -156,3 +156,21 @@ def test_each_map_kind_opens_visible_a_sparse_gradient_map_included():
     cam = np.outer(np.hanning(8), np.hanning(8)).astype(np.float32)
     assert film_figure(film, cam, **display_defaults("cam")).to_json() == film_figure(film, cam).to_json()
     assert set(DISPLAY_DEFAULTS) == set(KINDS)  # every kind an explainer can register has defaults
+
+
+def test_zoom_is_kept_across_display_changes_and_reset_by_a_new_case():
+    film, sal = _film(64, 64), np.random.default_rng(1).random((8, 8)).astype(np.float32)
+    displays = [{}, {"show_map": False}, {"alpha": 0.2}, {"level": (60.0, 40.0)},
+                {"mode": "raw", "floor": 0.5}, {"smooth": True, "clip": 99.0, "top_k": 5, "colormap": "inferno"}]
+
+    def revisions(fig: go.Figure) -> set:
+        axes = [fig.layout[a] for a in fig.layout if a.startswith(("xaxis", "yaxis"))]
+        return {fig.layout.uirevision, *(a.uirevision for a in axes)}
+
+    case_a = [revisions(film_figure(film, sal, revision=view_revision("case-a"), **d)) for d in displays]
+    assert all(r == case_a[0] for r in case_a) and len(case_a[0]) == 1 and None not in case_a[0]
+    assert revisions(film_figure(film, sal, revision=view_revision("case-b"))) != case_a[0]
+    panels = [{"image": film, "saliency": sal}, {"image": film, "saliency": sal[::-1]}]
+    grid = [revisions(film_grid(panels, revision=view_revision("compare", "a", "a"), **d)) for d in displays]
+    assert all(r == grid[0] for r in grid) and len(grid[0]) == 1 and None not in grid[0]
+    assert revisions(film_grid(panels, revision=view_revision("compare", "a", "b"))) != grid[0]
