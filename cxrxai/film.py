@@ -1,6 +1,10 @@
 """The film viewer: a radiograph, its saliency map and every reader's ground truth as one Plotly figure.
 
-Zoom and pan are Plotly's. The film is shown through a window/level; the map is blended with an
+Zoom and pan are Plotly's, kept by ``uirevision`` (layout and every axis) keyed on the case only
+(:func:`view_revision`): a display change keeps them, a new case resets them — where the host honours
+it. Streamlit 1.67's ``st.plotly_chart`` does not: the chart's element id hashes the figure spec,
+so any change mounts a new chart at full view (streamlit#5107; a keyed chart keeps its identity
+once streamlit PR #16052 ships). The film is shown through a window/level; the map is blended with an
 opacity that grows with its value, so values under the display ``floor`` (or outside the top-k %)
 are transparent and the film stays readable; a colour bar gives the map's own scale (its positive
 part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
@@ -24,8 +28,9 @@ from .errors import DataError, UnknownNameError
 from .overlay import COLORMAPS
 from .postprocess import minmax, positive, upsample
 
-__all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES", "SEGMENTATION_NAME",
-           "blend", "colorscale", "display_heat", "film_figure", "film_grid", "window"]
+__all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES",
+           "SEGMENTATION_NAME", "blend", "colorscale", "display_defaults", "display_heat", "film_figure",
+           "film_grid", "reader_styles", "view_revision", "window"]
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
@@ -38,6 +43,27 @@ CAPTUM_OUTLIER_PERCENT = 2
 #: The legend name of the scored segmentation's contour.
 SEGMENTATION_NAME = "Otsu segmentation (scored for IoU)"
 DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
+#: How each native map kind (``cxrxai.explain.KINDS``) is shown when its panel opens. A
+#: pixel-gradient map (saliency, IG, GradientSHAP…) is sparse: a few pixels hold most of its mass,
+#: so min–max leaves nearly every pixel under the floor and the map is invisible. It is smoothed,
+#: clipped at its 99th percentile before min–max and shown from 5 %. A CAM is smooth and an
+#: occlusion grid coarse: both are shown as they are, transparent below 20 %.
+DISPLAY_DEFAULTS = {"cam": {"smooth": False, "clip": None, "floor": 0.2},
+                    "pixel": {"smooth": True, "clip": 99.0, "floor": 0.05},
+                    "occlusion_grid": {"smooth": False, "clip": None, "floor": 0.2}}
+
+
+def display_defaults(kind: str) -> dict:
+    """The display settings a map of native ``kind`` opens with (see :data:`DISPLAY_DEFAULTS`)."""
+    if kind not in DISPLAY_DEFAULTS:
+        raise UnknownNameError("map kind", kind, tuple(DISPLAY_DEFAULTS))
+    return dict(DISPLAY_DEFAULTS[kind])
+
+
+def view_revision(*case_ids: str) -> str:
+    """The ``uirevision`` of a figure of these cases: zoom and pan survive every display change
+    (map, scale, opacity, window/level, a map refining) and reset only when a case changes."""
+    return "view:" + "|".join(case_ids)
 
 
 def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np.ndarray:
@@ -53,7 +79,8 @@ def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np
 
 
 def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "normalized", smooth: bool = False,
-                 top_k: float | None = None) -> tuple[np.ndarray, tuple[float, float]]:
+                 top_k: float | None = None, clip: float | None = None
+                 ) -> tuple[np.ndarray, tuple[float, float]]:
     """The map on the display grid and its scale in map units.
 
     ``normalized``: the positive part, upsampled bilinearly, min–max to [0, 1] (the scoring
@@ -62,22 +89,31 @@ def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "no
     ``outlier_perc=2``: a few extreme pixels cannot wash the rest out); ``raw``: the signed map
     divided by its largest magnitude, in [−1, 1].
     ``smooth`` blurs a pixel-level map (σ = 1 % of its side) so fine attributions are visible;
-    ``top_k`` (percent) keeps only the largest values, the rest NaN (transparent).
+    ``top_k`` (percent) keeps only the largest values, the rest NaN (transparent); ``clip``
+    (a percentile, ``normalized`` and ``raw``) makes that percentile of the map (of its magnitude
+    for ``raw``) the top of the scale, everything above it full colour: a sparse map's few extreme
+    pixels cannot leave the rest invisible (the colour bar says where the scale ends).
     """
     m = np.asarray(saliency, np.float32)
     if smooth and min(m.shape) >= 32:
         m = cv2.GaussianBlur(m, (0, 0), sigmaX=max(1.0, max(m.shape) / 100))
     if mode == "normalized":
         up = upsample(positive(m), size)
-        heat, scale = minmax(up), (float(up.min()), float(up.max()))
+        lo, hi = float(up.min()), float(up.max())
+        top = float(np.percentile(up, clip)) if clip is not None else hi
+        if lo < top < hi:  # the clip is below the maximum: everything above it is full colour
+            heat, scale = np.clip((up - lo) / (top - lo), 0, 1), (lo, top)
+        else:
+            heat, scale = minmax(up), (lo, hi)
     elif mode == "captum":
         up = upsample(positive(m), size)
         top = float(_cumulative_sum_threshold(up, 100 - CAPTUM_OUTLIER_PERCENT)) if up.max() > 0 else 0.0
         heat, scale = (np.clip(up / top, 0, 1) if top > 0 else np.zeros_like(up)), (0.0, top)
     elif mode == "raw":
         up = upsample(m, size)
-        peak = float(np.abs(up).max()) or 1.0
-        heat, scale = up / peak, (-peak, peak)
+        top = float(np.percentile(np.abs(up), clip)) if clip is not None else 0.0
+        peak = top or float(np.abs(up).max()) or 1.0
+        heat, scale = np.clip(up / peak, -1, 1), (-peak, peak)
     else:
         raise UnknownNameError("display mode", mode, DISPLAY_MODES)
     if top_k is not None:
@@ -135,12 +171,17 @@ def _contours(mask: np.ndarray, f: float) -> tuple[list, list]:
     return xs, ys
 
 
+def reader_styles(readers: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+    """``{reader: (colour, dash, legend name)}`` in drawing order: the reference (gt) first, then
+    by name: the viewer and its PNG export give a reader the same colour."""
+    ordered = sorted(set(readers), key=lambda r: (r != "gt", r))
+    return {r: (*READER_STYLES[k % len(READER_STYLES)], "reference (gt)" if r == "gt" else f"reader {r}")
+            for k, r in enumerate(ordered)}
+
+
 def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> list[go.Scatter]:
-    readers = sorted({*masks, *(r for r, _ in boxes), *(r for r, _ in points)}, key=lambda r: (r != "gt", r))
-    traces = []
-    for k, reader in enumerate(readers):
-        color, dash = READER_STYLES[k % len(READER_STYLES)]
-        name = "reference (gt)" if reader == "gt" else f"reader {reader}"
+    traces, styles = [], reader_styles({*masks, *(r for r, _ in boxes), *(r for r, _ in points)})
+    for reader, (color, dash, name) in styles.items():
         line = dict(color=color, width=2, dash=dash)
         if reader in masks:
             xs, ys = _contours(masks[reader], f)
@@ -162,6 +203,11 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
 _BAR_TITLE = {"normalized": "map value", "captum": "map value (clipped at 98 %)", "raw": "map value (signed)"}
 
 
+def _bar_title(mode: str, clip: float | None, per_map: bool) -> str:
+    clipped = f" (top: {clip:g}th percentile)" if clip is not None and mode != "captum" else ""
+    return _BAR_TITLE[mode] + clipped + (" per map" if per_map else "")
+
+
 def _segmentation_trace(segmentation: np.ndarray, f: float) -> go.Scatter:
     """The scored segmentation's outer contours in film pixels (traced at display factor ``f``)."""
     xs, ys = _contours(segmentation, f)
@@ -169,12 +215,12 @@ def _segmentation_trace(segmentation: np.ndarray, f: float) -> go.Scatter:
                       name=SEGMENTATION_NAME)
 
 
-def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu,
+def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, smooth, otsu, clip=None,
                 segmentation=None, bar: tuple[float, float] | None = None) -> tuple:
     """The film with the map blended in, the colour bar (or a note when nothing is coloured) and
     the contour of ``segmentation`` (the scored mask, image size) when given and ``otsu`` is on.
     ``bar`` fixes the colour bar's range (a grid's shared 0–1)."""
-    heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k)
+    heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k, clip=clip)
     rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
     if hi <= lo:  # nothing to colour: say so instead of drawing a meaningless bar
         return rgb, [go.Scatter(x=[0], y=[0], mode="text", textposition="bottom right", showlegend=False,
@@ -184,7 +230,7 @@ def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, 
     lo, hi = bar or (lo, hi)
     colour_bar = go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
         colorscale=DIVERGING if mode == "raw" else colorscale(colormap), cmin=lo, cmax=hi, color=[lo], showscale=True,
-        colorbar=dict(title=dict(text=_BAR_TITLE[mode] + (" per map" if bar else ""), side="right"), thickness=12,
+        colorbar=dict(title=dict(text=_bar_title(mode, clip, bool(bar)), side="right"), thickness=12,
                       len=0.8)))
     contour = [_segmentation_trace(segmentation, f)] if otsu and segmentation is not None else []
     return rgb, [colour_bar], contour
@@ -217,34 +263,36 @@ def _legend_below() -> dict:
 
 def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
                 points=(), mode: str = "normalized", colormap: str = "jet", alpha: float = 0.6, floor: float = 0.2,
-                top_k: float | None = None, smooth: bool = False, level: tuple[float, float] = (127.5, 255.0),
-                show_map: bool = True, otsu: bool = True, segmentation: np.ndarray | None = None,
-                height: int = 620, title: str = "", revision: str = "") -> go.Figure:
+                top_k: float | None = None, smooth: bool = False, clip: float | None = None,
+                level: tuple[float, float] = (127.5, 255.0), show_map: bool = True, otsu: bool = True,
+                segmentation: np.ndarray | None = None, height: int = 620, title: str = "",
+                revision: str = "") -> go.Figure:
     """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
     at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``;
     ``segmentation``: the scored Otsu mask at the film's size, outlined when ``otsu`` (None: no
-    contour). Zoom is kept while ``revision`` stays the same (a map refining, a slider moving)."""
+    contour). ``revision``: :func:`view_revision` of the case (zoom and pan kept while it stays)."""
     h, w = image.shape
     _check_segmentation(segmentation, image.shape)
     rgb, size, f = _film(image, level)
     traces: list = []
     if saliency is not None and show_map:
         rgb, bar, contour = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha,
-                                        floor=floor, top_k=top_k, smooth=smooth, otsu=otsu,
+                                        floor=floor, top_k=top_k, smooth=smooth, otsu=otsu, clip=clip,
                                         segmentation=segmentation)
         traces = bar + contour
     fig = go.Figure([_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
-    fig.update_xaxes(visible=False, range=[0, w], constrain="domain")
-    fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain")
+    kept = revision or None  # zoom and pan: kept while the case's revision stays
+    fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=kept)
+    fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain", uirevision=kept)
     fig.update_layout(height=height, margin=dict(l=0, r=0, t=30 if title else 0, b=0), title=title or None,
-                      legend=_legend_below(), dragmode="zoom", plot_bgcolor="black", uirevision=revision or title)
+                      legend=_legend_below(), dragmode="zoom", plot_bgcolor="black", uirevision=kept)
     return fig
 
 
 def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized", colormap: str = "jet",
               alpha: float = 0.6, floor: float = 0.2, top_k: float | None = None, smooth: bool = False,
-              level: tuple[float, float] = (127.5, 255.0), show_map: bool = True, otsu: bool = True,
-              height_per_row: int = 460, revision: str = "") -> go.Figure:
+              clip: float | None = None, level: tuple[float, float] = (127.5, 255.0), show_map: bool = True,
+              otsu: bool = True, height_per_row: int = 460, revision: str = "") -> go.Figure:
     """Several films in one figure: a grid of explainers of one case, or the two sides of a compare.
 
     Each panel is a dict with ``image``, ``saliency`` (or None), ``title`` and optionally
@@ -274,7 +322,7 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
         if panel.get("saliency") is not None and show_map:
             rgb, bar, contour = _map_layers(rgb, panel["saliency"], size, f, mode=mode, colormap=colormap,
                                             alpha=alpha * panel.get("dim", 1.0), floor=floor, top_k=top_k,
-                                            smooth=smooth, otsu=otsu, bar=shared_bar,
+                                            smooth=smooth, otsu=otsu, clip=clip, bar=shared_bar,
                                             segmentation=panel.get("segmentation"))
             is_bar = bool(bar and bar[0].marker.showscale)
             extra = ([] if is_bar and bar_drawn else bar) + contour
@@ -287,10 +335,11 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
                 legend_seen.add(trace.name)
             fig.add_trace(trace, row=row, col=col)
         h, w = image.shape
-        fig.update_xaxes(visible=False, range=[0, w], constrain="domain", row=row, col=col)
-        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
+        fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=revision or None,
                          row=row, col=col)
+        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
+                         uirevision=revision or None, row=row, col=col)
     fig.update_annotations(font_size=12)  # the panels' titles
     fig.update_layout(height=height_per_row * rows + 60, margin=dict(l=0, r=0, t=50, b=0), legend=_legend_below(),
-                      dragmode="zoom", plot_bgcolor="black", uirevision=revision)
+                      dragmode="zoom", plot_bgcolor="black", uirevision=revision or None)
     return fig

@@ -84,7 +84,8 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     def key(part: str) -> str:
         return f"{part}_{name}"
 
-    display = _viewer.display_controls(key, any(get(s["method"]).kind == "pixel" for s in specs))
+    kinds = [get(s["method"]).kind for s in specs]  # one set of controls: a pixel map's defaults if any
+    display = _viewer.display_controls(key, "pixel" if "pixel" in kinds else kinds[0])
     readers = _viewer.readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
@@ -109,7 +110,7 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
                  *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
                    for s, p in zip(specs, panels)))
     fig = ui.session_memo(f"film_{name}", signature, lambda: film.film_grid(
-        panels, columns=columns, revision=f"{name}-{specs[0]['case']}-{label}",
+        panels, columns=columns, revision=film.view_revision(name, *(s["case"] for s in specs)),
         height_per_row=420 if columns == 2 else 320, **display))
     ui.chart(fig, key=f"film_{name}")
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "

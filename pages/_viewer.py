@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import film, overlay
+from cxrxai import film, film_png, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
-from cxrxai.live import JobState, case_job, warm_job
+from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
 from cxrxai.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
 from pages import _common as ui
@@ -138,10 +138,13 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
 MODES = film.DISPLAY_MODES
 #: "Top %" choices: 100 shows every value (a None would read "Choose an option" in the box).
 TOP_K = (100, 25, 10, 5, 1)
+CLIPS = (None, 99.5, 99.0, 98.0, 95.0)
 
 
-def display_controls(key, pixel_level: bool) -> dict:
-    """How the map is shown (never what is computed): map on/off and scale up front, the rest folded."""
+def display_controls(key, kind: str) -> dict:
+    """How the map is shown (never what is computed): map on/off and scale up front, the rest folded.
+    Smoothing, clipping and the floor start at the map kind's defaults (``film.display_defaults``)."""
+    start = film.display_defaults(kind)
     d1, d2 = st.columns([1, 2])
     show_map = d1.toggle("Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay")
     mode = d2.radio("Scale", MODES, horizontal=True, key=ui.kept(key("mode"), MODES[0], allowed=MODES),
@@ -153,18 +156,24 @@ def display_controls(key, pixel_level: bool) -> dict:
         otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
                          help="the segmentation the IoU below was scored on (positive part, min–max, Otsu's "
                               "threshold, as CheXlocalize); none for a partial map")
-        smooth = e2.toggle("Smooth", key=ui.kept(key(f"smooth_{int(pixel_level)}"), pixel_level),
+        smooth = e2.toggle("Smooth", key=ui.kept(key(f"smooth_{kind}"), start["smooth"]),
                            help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
         alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
-        floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05, key=ui.kept(key("floor"), 0.2),
+        floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05,
+                          key=ui.kept(key(f"floor_{kind}"), start["floor"]),
                           help="map values (on the colour bar's 0–1 scale) under this show the film only")
-        top_k = e1.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), TOP_K[0], allowed=TOP_K),
+        clip = e1.selectbox("Top of the scale", CLIPS,
+                            key=ui.kept(key(f"clip_{kind}"), start["clip"], allowed=CLIPS),
+                            format_func=lambda v: "map's maximum" if v is None else f"{v:g}th percentile",
+                            help="a sparse pixel map (IG, saliency) has a few extreme pixels: with its 99th "
+                                 "percentile as the scale's top the rest is visible (normalized, raw)")
+        top_k = e2.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), TOP_K[0], allowed=TOP_K),
                              format_func=lambda v: "all" if v == 100 else f"top {v} %")
-        cmap = e2.selectbox("Colour map", list(overlay.COLORMAPS),
+        cmap = e1.selectbox("Colour map", list(overlay.COLORMAPS),
                             key=ui.kept(key("cmap"), "jet", allowed=list(overlay.COLORMAPS)))
         lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
     return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
-            "top_k": None if top_k == 100 else top_k, "colormap": cmap,
+            "clip": clip, "top_k": None if top_k == 100 else top_k, "colormap": cmap,
             "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
@@ -231,7 +240,7 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
 
     model_id, case_id, label = state.model_id, state.case_id, state.label
     st.markdown(f"**{model_id}** · {state.decision}")
-    display = display_controls(key, get(method).kind == "pixel")
+    display = display_controls(key, get(method).kind)
     readers = readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
@@ -245,7 +254,7 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim, repr(sorted(display.items())),
                  tuple(readers), ui.digest(score.mask))
     fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
-        img, r.shown, **truth, segmentation=score.mask, revision=f"{case_id}-{label}",
+        img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id),
         **{**display, "alpha": display["alpha"] * r.dim}))
     ui.chart(fig, key=f"film_{slot}")
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
@@ -267,17 +276,13 @@ def details(store, state: PanelState, method, params, display, truth, r: Resolve
     _scores(score)
     what = f"{get(method).title} {describe(params)}".strip()
     stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
-    masks, saliency = truth["masks"], r.saliency
-    readers = ", ".join(sorted(masks)) or "none"
-    legend = [f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
-              f"readers: {readers} · colour map {display['colormap']} (0 → 1: min → max)"
-              + (" · green: the scored Otsu segmentation" if score.mask is not None else "")]
+    saliency = r.saliency
+    legend = (f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
+              f"colour map {display['colormap']}, opacity {display['alpha']:g}, "
+              f"clear below {display['floor']:g}")
 
-    def png() -> np.ndarray:
-        rgb = overlay.render_case(img, saliency, alpha=display["alpha"], colormap=display["colormap"],
-                                  masks=[(label, m) for m in masks.values()],
-                                  boxes=[(label, b) for _, b in truth["boxes"]], segmentation=score.mask)
-        return overlay.with_legend(rgb, legend)
+    def png() -> np.ndarray:  # what the film shows, at the film's own resolution
+        return film_png.film_png(img, saliency, **truth, segmentation=score.mask, legend=legend, **display)
 
     c1, c2 = st.columns(2)
     with c1:
@@ -339,12 +344,12 @@ def _live(store, model_id, case_id, label, method, params, slot):
 
 def _progress(job, method: str, params: dict, slot: int) -> None:
     """Under the map: what is being computed, how far, and Cancel."""
-    done, total = job.progress
+    counts = job.counts  # one read: the counts and the pass they belong to
+    finished, done, total = counts
     two_pass = get(method).progressive is not None and params.get("stride") != params.get("patch")
-    if total:
-        stage = ("fine pass" if job.stage == "coarse" else "coarse pass (stride = patch)") if two_pass else (
-            "windows" if get(method).progressive is not None else get(method).unit)
-        text = f"{get(method).title} · {stage} · {done}/{total}"
+    if total or finished:
+        unit = "windows" if get(method).progressive is not None else get(method).unit
+        text = f"{get(method).title} · {pass_label(counts, two_pass=two_pass, unit=unit)}"
     else:
         text = f"{get(method).title} · {job.state}… ({ui.worker().queue_length()} queued)"
     c1, c2 = st.columns([5, 1])

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+
+import cv2
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from cxrxai.film import READER_STYLES, blend, display_heat, film_figure, film_grid, window
+from cxrxai.explain.registry import KINDS
+from cxrxai.film import (DISPLAY_DEFAULTS, READER_STYLES, blend, display_defaults, display_heat, film_figure, film_grid,
+                         view_revision, window)
 
 
 def _film(h=300, w=200):
@@ -120,3 +125,52 @@ def test_captum_scale_clips_the_top_two_percent_of_the_mass():
     heat, (_, top) = display_heat(spread, (10, 10), mode="captum")
     # sorted cumulative sum 1+…+k ≥ 98 % of 5050 first at k = 99: values above 99 clip to 1
     assert top == 99.0 and heat.max() == 1.0 and heat[0, 0] == np.float32(1 / 99)
+
+
+def _gradient_map(side=224):
+    """A pixel-gradient map as saliency and IG give them: heavy-tailed magnitudes over the whole
+    film, five times larger over the lesion (7.7 % of the film), a few pixels holding most of the mass."""
+    rng = np.random.default_rng(0)
+    g = np.abs(rng.standard_t(2, size=(side, side))).astype(np.float32)
+    yy, xx = np.mgrid[:side, :side]
+    lesion = (yy - 120) ** 2 + (xx - 80) ** 2 < 35 ** 2
+    g[lesion] *= 5
+    return g, lesion
+
+
+def _visible_share(fig: go.Figure, film: np.ndarray) -> float:
+    """Share of film pixels the overlay changes by at least 8 grey levels in the figure's image."""
+    src = next(t for t in fig.data if isinstance(t, go.Image)).source
+    shown = cv2.imdecode(np.frombuffer(base64.b64decode(src.split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
+    return float((np.abs(shown.astype(int) - film[..., None].astype(int)).max(-1) >= 8).mean())
+
+
+def test_each_map_kind_opens_visible_a_sparse_gradient_map_included():
+    film = np.full((448, 448), 120, np.uint8)
+    grad, _ = _gradient_map()
+    opened = film_figure(film, grad, **display_defaults("pixel"))
+    assert _visible_share(opened, film) > 0.10  # was 4 % with smoothing and "transparent below 0.2"
+    bar = next(t for t in opened.data if isinstance(t, go.Scatter) and t.marker.showscale)
+    assert "99th percentile" in bar.marker.colorbar.title.text  # the scale says where its top is
+    assert display_defaults("cam") == {"smooth": False, "clip": None, "floor": 0.2}  # CAMs as before
+    cam = np.outer(np.hanning(8), np.hanning(8)).astype(np.float32)
+    assert film_figure(film, cam, **display_defaults("cam")).to_json() == film_figure(film, cam).to_json()
+    assert set(DISPLAY_DEFAULTS) == set(KINDS)  # every kind an explainer can register has defaults
+
+
+def test_zoom_is_kept_across_display_changes_and_reset_by_a_new_case():
+    film, sal = _film(64, 64), np.random.default_rng(1).random((8, 8)).astype(np.float32)
+    displays = [{}, {"show_map": False}, {"alpha": 0.2}, {"level": (60.0, 40.0)},
+                {"mode": "raw", "floor": 0.5}, {"smooth": True, "clip": 99.0, "top_k": 5, "colormap": "inferno"}]
+
+    def revisions(fig: go.Figure) -> set:
+        axes = [fig.layout[a] for a in fig.layout if a.startswith(("xaxis", "yaxis"))]
+        return {fig.layout.uirevision, *(a.uirevision for a in axes)}
+
+    case_a = [revisions(film_figure(film, sal, revision=view_revision("case-a"), **d)) for d in displays]
+    assert all(r == case_a[0] for r in case_a) and len(case_a[0]) == 1 and None not in case_a[0]
+    assert revisions(film_figure(film, sal, revision=view_revision("case-b"))) != case_a[0]
+    panels = [{"image": film, "saliency": sal}, {"image": film, "saliency": sal[::-1]}]
+    grid = [revisions(film_grid(panels, revision=view_revision("compare", "a", "a"), **d)) for d in displays]
+    assert all(r == grid[0] for r in grid) and len(grid[0]) == 1 and None not in grid[0]
+    assert revisions(film_grid(panels, revision=view_revision("compare", "a", "b"))) != grid[0]

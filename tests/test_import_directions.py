@@ -36,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "audit": BASE | {"store"},
     "overlay": BASE | {"metrics"},
     "film": BASE | {"metrics", "overlay"},
+    "film_png": BASE | {"metrics", "overlay", "film"},
     "display": BASE,
     "viz": BASE | {"metrics", "display"},
     "panel": BASE | {"metrics", "display"},

@@ -17,7 +17,7 @@ path, image id, label, weights path): the child reads and preprocesses the image
 
 
 from .child import ChildError
-from .jobs import Job, JobState, case_job, explain_job, warm_job
+from .jobs import Job, JobState, case_job, explain_job, pass_label, warm_job
 from .worker import LiveWorker
 
-__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "case_job", "explain_job", "warm_job"]
+__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "case_job", "explain_job", "pass_label", "warm_job"]

@@ -13,7 +13,7 @@ from typing import Any
 from ..explain import Cancelled, explain, get, resolved_params
 from ..store import params_key
 
-__all__ = ["Job", "JobState", "case_job", "explain_job", "warm_job"]
+__all__ = ["Job", "JobState", "case_job", "explain_job", "pass_label", "warm_job"]
 
 
 class JobState:
@@ -31,6 +31,9 @@ class Job:
     state: str = JobState.QUEUED
     progress: tuple[int, int] = (0, 0)
     stage: str = ""
+    #: ``(stage finished before this pass, done, total)`` of the pass running now, in one assignment:
+    #: ``progress`` alone still holds the last pass's counts for a moment after that pass yields.
+    counts: tuple[str, int, int] = ("", 0, 0)
     partial: Any = None
     result: Any = None
     error: str | None = None
@@ -49,6 +52,18 @@ class Job:
     @property
     def finished(self) -> bool:
         return self.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+def pass_label(counts: tuple[str, int, int], *, two_pass: bool, unit: str = "windows") -> str:
+    """What a progressive job's counts are counting, from :attr:`Job.counts`: the coarse pass
+    (stride = patch) until its grid has been yielded, the fine pass after; one pass is its ``unit``.
+
+    >>> pass_label(("", 49, 49), two_pass=True), pass_label(("coarse", 0, 0), two_pass=True)
+    ('coarse pass (stride = patch) · 49/49', 'fine pass · starting')
+    """
+    finished, done, total = counts
+    stage = ("fine pass" if finished == "coarse" else "coarse pass (stride = patch)") if two_pass else unit
+    return f"{stage} · {done}/{total}" if total else f"{stage} · starting"
 
 
 def _stages(model, image, target: int, method: str, params: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:

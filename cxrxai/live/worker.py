@@ -126,6 +126,7 @@ class LiveWorker:
 
         def progress(done: int, total: int) -> None:
             job.progress = (done, total)
+            job.counts = (job.stage, done, total)
 
         try:
             remote = self._child is not None and job.spec is not None
@@ -133,6 +134,7 @@ class LiveWorker:
                 progress, job._cancel.is_set)
             for stage, value in stages:
                 job.stage, job.partial = stage, value
+                job.counts = (stage, 0, 0)  # the next pass has counted nothing yet
             job.result = job.partial
             job.state = JobState.DONE
             with self._lock:

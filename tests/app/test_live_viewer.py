@@ -17,7 +17,7 @@ from test_pages import _app  # tests/app is on sys.path (no __init__.py)
 
 import pages._common as ui
 import pages._viewer as viewer
-from cxrxai import film, overlay, panel
+from cxrxai import film, film_png, panel
 from cxrxai.live import JobState
 from cxrxai.metrics import registry as metrics
 from cxrxai.store import open_store
@@ -37,7 +37,7 @@ class StandIn:
     def submit(self, job):
         if job.key in self.jobs:
             return self.jobs[job.key]
-        job.state, job.progress, job.stage = JobState.RUNNING, (3, 12), "windows"
+        job.state, job.progress, job.counts = JobState.RUNNING, (3, 12), ("", 3, 12)
         job.wait = lambda timeout=None, job=job: self.waits.append((job.key, timeout)) or False
         self.jobs[job.key] = job
         return job
@@ -73,7 +73,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(film, "film_figure", counting("film", film.film_figure))
     monkeypatch.setattr(panel, "segment_and_score", counting("score", panel.segment_and_score))
-    monkeypatch.setattr(overlay, "render_case", counting("png", overlay.render_case))
+    monkeypatch.setattr(film_png, "film_png", counting("png", film_png.film_png))
     return calls
 
 
@@ -141,8 +141,8 @@ def test_the_downloads_render_the_finished_map_when_clicked(tiny_full_store, sta
     png = cv2.imdecode(np.frombuffer(data(), np.uint8), cv2.IMREAD_COLOR)
     with open_store(tiny_full_store) as s:
         height, width = (int(s.image(case)[k]) for k in ("height", "width"))
-    f = overlay.display_scale((height, width), 2, overlay.MAX_DISPLAY_SIDE)  # render_case's display grid
-    assert png.shape[1] == round(width * f) and png.shape[0] > round(height * f)  # the film with its legend below
+    # the film one for one, its colour bar to the right and its legend below
+    assert png.shape[1] > width and png.shape[0] > height
     name, data, click = offered["npy"]
     assert name == offered["png"][0].replace(".png", ".npy") and click == "ignore"
     assert np.array_equal(np.load(io.BytesIO(data())), job.result)

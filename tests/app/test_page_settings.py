@@ -128,7 +128,7 @@ def test_top_percent_opens_on_a_value_not_choose_an_option():
 
         from pages import _viewer
 
-        st.session_state["shown"] = _viewer.display_controls(lambda name: f"{name}_0", False)
+        st.session_state["shown"] = _viewer.display_controls(lambda name: f"{name}_0", "cam")
 
     at = AppTest.from_function(script, default_timeout=60).run()
     assert not at.exception, at.exception
