@@ -8,9 +8,9 @@ BIN    := $(VENV)/bin
 STORE  := data_cache/demo.duckdb
 MODEL  := data_cache/models/demo-densenet121.pt
 
-# Tests on every core (at most 4 worker processes), each test file on one worker, the Ray and
-# browser tests each on one worker one at a time (tests/conftest.py); PYTEST_PARALLEL= runs serially.
-PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup
+# Tests on every core (at most 4 worker processes), each test file on one worker (its module fixtures
+# built once; the Ray cluster and engine tests share one file); PYTEST_PARALLEL= runs them serially.
+PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadfile
 
 .PHONY: app test demo train train-extra train-shortcut bench install install-test clean-demo
 

@@ -18,22 +18,6 @@ from cxrxai.data.phantom import PhantomConfig
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _WORKERS))
 
-#: Tests that must not run beside each other on two xdist workers: each group runs on one worker,
-#: one test at a time (Ray: a cluster's teardown stops every Ray process on the machine; browser:
-#: Chromium and a Streamlit server each, the heaviest tests).
-SERIAL_GROUPS = {"ray": ("tests/pipeline/test_ray_engine.py", "tests/pipeline/test_ray_cluster.py"),
-                 "browser": ("tests/app/test_browser.py", "tests/app/test_browser_scenarios.py")}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under ``--dist loadgroup`` a test file's tests stay on one worker (its module fixtures are
-    built once), and the files of a :data:`SERIAL_GROUPS` group share one worker."""
-    group_of = {path: group for group, paths in SERIAL_GROUPS.items() for path in paths}
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group_of.get(path, path)))
-
 TINY = PhantomConfig(size=96, n_images=64, split_fractions=(0.5, 0.25, 0.25), seed=7, min_prevalence=0.2)
 
 

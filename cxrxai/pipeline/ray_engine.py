@@ -179,8 +179,8 @@ class RayEngine:
         common = {"ignore_reinit_error": True, "logging_level": "ERROR", "log_to_driver": False,
                   "runtime_env": self.runtime_env()}
         try:
-            if self.address is None:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, **common)
+            if self.address is None:  # "local": a new Ray of its own, never a `ray start` cluster found on this machine
+                ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False, **common)
             else:
                 ray.init(address=self.address, **common)
         except Exception as err:  # Ray raises ConnectionError, RuntimeError or ValueError by version
