@@ -15,7 +15,7 @@ sentences, a table and, when there is nothing to show, why and how to fill it):
 Usage::
 
     from cxrxai.audit import audit_store, to_text
-    print(to_text(audit_store(open_store("data_cache/nih.duckdb"))))   # what `audit-data` prints
+    text = to_text(audit_store(open_store("data_cache/nih.duckdb")))   # what `audit-data` prints
 
 Stores older than schema v5 are read as they are: the sections that need the v5 columns say so.
 """

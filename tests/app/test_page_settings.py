@@ -14,7 +14,7 @@ import pytest
 import streamlit
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
-from test_live_viewer import StandIn  # tests/app is on sys.path (no __init__.py)
+from test_live_viewer import StandIn, stand_in  # noqa: F401  (tests/app is on sys.path; the fixture)
 from test_pages import APP, _app
 
 import pages._common as ui
@@ -43,13 +43,6 @@ def store_path(tiny_config, tmp_path_factory):
         w.put_thresholds(MODEL, [{"label": lab, "threshold": 0.5, "method": "test", "criterion": None,
                                   "split": None} for lab in DEMO_LABELS])
     return path
-
-
-@pytest.fixture()
-def stand_in(monkeypatch):
-    worker = StandIn()
-    monkeypatch.setattr(ui, "worker", lambda: worker)
-    return worker
 
 
 def _grid(at) -> list[tuple[str, str]]:

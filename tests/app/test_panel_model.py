@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 import pytest
-from test_live_viewer import StandIn  # tests/app is on sys.path (no __init__.py)
+from test_live_viewer import StandIn, stand_in  # noqa: F401  (tests/app is on sys.path; the fixture)
 from test_pages import _app
 
 import pages._common as ui
@@ -47,13 +47,6 @@ def two_models(tiny_config, tmp_path_factory):
             w.put_thresholds(name, [{"label": lab, "threshold": 0.1 + 0.2 * k + 0.01 * j, "method": "test",
                                      "criterion": None, "split": None} for j, lab in enumerate(DEMO_LABELS)])
     return path
-
-
-@pytest.fixture()
-def stand_in(monkeypatch):
-    worker = StandIn()
-    monkeypatch.setattr(ui, "worker", lambda: worker)
-    return worker
 
 
 def _decision(path, model_id: str, case: str, label: str = "Effusion") -> str:
