@@ -21,7 +21,6 @@ from pathlib import Path
 import torch
 import torchvision
 
-from cxrxai import overlay
 from cxrxai.bench import machine
 from cxrxai.data.adapters.chexpert import CHEXPERT_LABELS
 from cxrxai.data.io import read_image
@@ -29,6 +28,7 @@ from cxrxai.data.masks import decode_rle
 from cxrxai.explain import explain
 from cxrxai.models.registry import LoadedModel, best_device
 from cxrxai.models.spec import ModelSpec, preprocess
+from cxrxai.present import overlay
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "chexlocalize"
 FILM = FIX / "valid" / "patient64541" / "study1" / "view1_frontal.jpg"

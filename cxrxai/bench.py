@@ -28,13 +28,24 @@ from .models.registry import LoadedModel
 from .models.spec import preprocess
 from .pipeline.maps import SWEEP
 
-__all__ = ["bench_decoding", "bench_explainers", "bench_image", "bench_occlusion", "bench_predictions", "machine"]
+__all__ = [
+    "bench_decoding",
+    "bench_explainers",
+    "bench_image",
+    "bench_occlusion",
+    "bench_predictions",
+    "machine",
+]
 
 
 def machine() -> dict:
     dev = "cuda: " + torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    return {"device": dev, "cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-            "torch": torch.__version__}
+    return {
+        "device": dev,
+        "cpu": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
 
 
 def _phantom(size: int, label: str) -> np.ndarray:
@@ -69,7 +80,8 @@ def bench_occlusion(model: LoadedModel, *, size: int = 256, settings=SWEEP, capt
     difference; with ``low_precision`` ("bf16"/"fp16") also that autocast's time and deviation."""
     x, target = bench_image(model, size)
     b = baseline_tensor("black", x, model.spec)
-    plain = copy.deepcopy(model.module).to(memory_format=torch.contiguous_format)  # as a user hands it to Captum
+    # as a user hands it to Captum
+    plain = copy.deepcopy(model.module).to(memory_format=torch.contiguous_format)
     rows = []
     for patch, stride in settings:
         rows_, cols_ = grid_shape(size, size, patch, stride)
@@ -101,7 +113,9 @@ def bench_occlusion(model: LoadedModel, *, size: int = 256, settings=SWEEP, capt
     return rows
 
 
-def bench_predictions(model: LoadedModel, *, size: int = 224, n: int = 128, batch_size: int | None = None) -> dict:
+def bench_predictions(
+    model: LoadedModel, *, size: int = 224, n: int = 128, batch_size: int | None = None
+) -> dict:
     """Images per second of batched prediction (inference mode, channels_last) at ``size``."""
     from .models.inference import predict_logits
 
@@ -148,7 +162,10 @@ def bench_explainers(model: LoadedModel, *, size: int = 256, repeat: int = 2) ->
     rows = []
     for name, fn in [
         ("gradcam (ours)", lambda: explain(model, x, target, "gradcam")),
-        ("gradcam (captum LayerGradCam)", lambda: LayerGradCam(model.module, layer).attribute(x, target=target)),
+        (
+            "gradcam (captum LayerGradCam)",
+            lambda: LayerGradCam(model.module, layer).attribute(x, target=target),
+        ),
         ("gradcam + gradcam++, all labels (closed form)", lambda: linear_head_cams(model.module, x)),
         ("gradcam++", lambda: explain(model, x, target, "gradcam++")),
         ("ig (50 steps)", lambda: explain(model, x, target, "ig", steps=50)),

@@ -20,8 +20,19 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "absolute", "app_dir", "checkout", "data_cache", "demo_data_dir", "demo_model_path", "demo_store",
-           "home", "models_dir", "shipped_models_dir"]
+__all__ = [
+    "HOME_ENV",
+    "absolute",
+    "app_dir",
+    "checkout",
+    "data_cache",
+    "demo_data_dir",
+    "demo_model_path",
+    "demo_store",
+    "home",
+    "models_dir",
+    "shipped_models_dir",
+]
 
 HOME_ENV = "CXRXAI_HOME"
 _OLD_HOME_ENV = "CXRXAI_DATA_CACHE"

@@ -36,7 +36,9 @@ def upsample(m, size: tuple[int, int]) -> np.ndarray:
     if arr.shape == tuple(size):
         return arr.copy()
     t = torch.from_numpy(arr)[None, None]
-    return F.interpolate(t, size=tuple(int(s) for s in size), mode="bilinear", align_corners=False)[0, 0].numpy()
+    return F.interpolate(t, size=tuple(int(s) for s in size), mode="bilinear", align_corners=False)[
+        0, 0
+    ].numpy()
 
 
 def minmax(m) -> np.ndarray:

@@ -126,8 +126,15 @@ def percentage_decrease(benchmark: pd.DataFrame, method: pd.DataFrame, *, n_boot
         p = pred.mean(axis=1) if col == "Average" else pred[col]
         n = int(scored.any(axis=1).sum() if col == "Average" else scored[col].sum())
         lo, hi = _bounds((100 * (h - p) / h).to_numpy(), bounds) if n >= MIN_CI_N else (np.nan, np.nan)
-        rows.append({"name": col, "n": n, "decrease_pct": float(100 * (h.mean() - p.mean()) / h.mean()), "lower": lo,
-                     "upper": hi})
+        rows.append(
+            {
+                "name": col,
+                "n": n,
+                "decrease_pct": float(100 * (h.mean() - p.mean()) / h.mean()),
+                "lower": lo,
+                "upper": hi,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -155,8 +162,13 @@ def ols(df: pd.DataFrame, y: str, x: str, *, normalize: str = "minmax") -> dict:
     fit = smf.ols(f"Q('{y}') ~ Q('{x}')", data=data).fit()
     term = f"Q('{x}')"
     lo, hi = fit.conf_int(alpha=0.05).loc[term]
-    return {"coef": float(fit.params[term]), "lower": float(lo), "upper": float(hi), "p": float(fit.pvalues[term]),
-            "n": len(data)}
+    return {
+        "coef": float(fit.params[term]),
+        "lower": float(lo),
+        "upper": float(hi),
+        "p": float(fit.pvalues[term]),
+        "n": len(data),
+    }
 
 
 def ols_line(df: pd.DataFrame, y: str, x: str) -> tuple[float, float]:
@@ -182,8 +194,15 @@ def feature_regressions(df: pd.DataFrame, y: str, features, *, normalize: str = 
     rows = []
     for f in features:
         r = ols(df, y, f, normalize=normalize)
-        rows.append({"outcome": y, "feature": f, **r, "p_bonferroni": min(1.0, r["p"] * k) if np.isfinite(r["p"]) else np.nan,
-                     "stars": stars(r["p"], k)})
+        rows.append(
+            {
+                "outcome": y,
+                "feature": f,
+                **r,
+                "p_bonferroni": min(1.0, r["p"] * k) if np.isfinite(r["p"]) else np.nan,
+                "stars": stars(r["p"], k),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -198,8 +217,13 @@ def spearman_ci(x, y, *, level: float = 0.95) -> dict:
     rho, p = sps.spearmanr(a, b)
     z = np.arctanh(np.clip(rho, -0.999999, 0.999999))
     half = sps.norm.ppf(0.5 + level / 2) / np.sqrt(n - 3)
-    return {"rho": float(rho), "p": float(p), "lower": float(np.tanh(z - half)), "upper": float(np.tanh(z + half)),
-            "n": n}
+    return {
+        "rho": float(rho),
+        "p": float(p),
+        "lower": float(np.tanh(z - half)),
+        "upper": float(np.tanh(z + half)),
+        "n": n,
+    }
 
 
 def confidence_regressions(df: pd.DataFrame, metric: str, *, prob: str = "prob", label: str = "label",

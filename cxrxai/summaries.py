@@ -13,9 +13,23 @@ from .metrics.classification import auroc_ci
 from .store import CAM_ONLY_META, Store, main_rows
 from .store.status import BACKGROUND_ENV, background_mode, read_status
 
-__all__ = ["ALL", "FILLED_BY", "case_table", "cohort_table", "fill_command", "fill_hint", "filter_cases",
-           "finding_choices", "label_table", "model_performance", "outcome", "prediction_table", "resolve_split",
-           "resume_hint", "split_choices"]
+__all__ = [
+    "ALL",
+    "FILLED_BY",
+    "case_table",
+    "cohort_table",
+    "fill_command",
+    "fill_hint",
+    "filter_cases",
+    "finding_choices",
+    "label_table",
+    "model_performance",
+    "outcome",
+    "prediction_table",
+    "resolve_split",
+    "resume_hint",
+    "split_choices",
+]
 
 #: The split name that means "every image with a prediction of the model".
 ALL = "all"
@@ -67,7 +81,11 @@ def fill_command(store: Store, what: str = "predictions") -> str:
         return "python -m cxrxai demo"
     if what == "predictions":
         return "python -m cxrxai precompute --model ... (or import-predictions --predictions preds.csv)"
-    extra = {"trust": " --analyses trust", "fidelity": " --analyses fidelity", "sweep": " --analyses sweep"}.get(what, "")
+    extra = {
+        "trust": " --analyses trust",
+        "fidelity": " --analyses fidelity",
+        "sweep": " --analyses sweep",
+    }.get(what, "")
     return f"python -m cxrxai precompute --model ... --explainers gradcam,gradcam++{extra}"
 
 
@@ -265,9 +283,11 @@ def prediction_table(store: Store, model_id: str, *, split: str | None = None) -
         raise StoreError(f"model {model_id!r} has no predictions (table predictions is empty for it); "
                          f"fill it with `{fill_command(store)}`")
     listing = ", ".join(f"{k} {v:,} images" for k, v in have.items())
-    raise StoreError(f"model {model_id!r} has no predictions in split {resolved!r} (table predictions has {listing}); "
-                     f"choose split=all or one of {', '.join(have)}, or predict that split with "
-                     f"`python -m cxrxai precompute ... --split {resolved}`")
+    raise StoreError(
+        f"model {model_id!r} has no predictions in split {resolved!r} (table predictions has {listing}); "
+        f"choose split=all or one of {', '.join(have)}, or predict that split with "
+        f"`python -m cxrxai precompute ... --split {resolved}`"
+    )
 
 
 def model_performance(store: Store, model_id: str, *, split: str | None = None, n_boot: int = 1000,
@@ -277,7 +297,9 @@ def model_performance(store: Store, model_id: str, *, split: str | None = None, 
     Columns: label, auroc, lower, upper, n_positive, n_negative, threshold, tpr, fpr (the last two
     at the stored threshold; NaN without one).
     """
-    table = store.prediction_table(model_id, split=resolve_split(store, model_id, split)).dropna(subset=["ground_truth"])
+    table = store.prediction_table(model_id, split=resolve_split(store, model_id, split)).dropna(
+        subset=["ground_truth"]
+    )
     rows = []
     for label, grp in table.groupby("label", sort=False):
         y = grp["ground_truth"].to_numpy(int)
@@ -300,7 +322,9 @@ def cohort_table(store: Store, *, dataset: str | None = None) -> pd.DataFrame:
     if counts.empty:
         return counts
     counts = counts.fillna({"sex": "missing", "age_bin": "missing"})
-    wide = counts.pivot_table(index=["split", "sex"], columns="age_bin", values="n", aggfunc="sum", fill_value=0)
+    wide = counts.pivot_table(
+        index=["split", "sex"], columns="age_bin", values="n", aggfunc="sum", fill_value=0
+    )
     order = [b for b in AGE_BINS if b in wide.columns] + [c for c in wide.columns if c not in AGE_BINS]
     wide = wide[order]
     wide["total"] = wide.sum(axis=1)
@@ -337,14 +361,22 @@ def case_table(store: Store, model_id: str, *, split: str | None = None, method:
     t = store.prediction_table(model_id, split=resolve_split(store, model_id, split))
     t = t[t.label != NO_FINDING].copy()
     t["outcome"] = outcome(t["ground_truth"], t["predicted"])
-    t["model_id"] = model_id  # whose numbers these are (a panel refuses another model's: cxrxai.panel)
+    # whose numbers these are (a panel refuses another model's: cxrxai.present.panel)
+    t["model_id"] = model_id
     if method is not None:
         loc = store.table("localization", model_id=model_id, source="explainer", method=method, reader=reader)
         if not loc.empty:  # one setting: the given one, else the method's default (not a sweep setting)
-            loc = loc[loc.params_key == params_key] if params_key else main_rows(loc, store.default_settings(model_id))
+            loc = (
+                loc[loc.params_key == params_key]
+                if params_key
+                else main_rows(loc, store.default_settings(model_id))
+            )
         if not loc.empty:
-            t = t.merge(loc[["image_id", "label", "iou", "hit", "roc_auc"]].drop_duplicates(["image_id", "label"]),
-                        on=["image_id", "label"], how="left")
+            t = t.merge(
+                loc[["image_id", "label", "iou", "hit", "roc_auc"]].drop_duplicates(["image_id", "label"]),
+                on=["image_id", "label"],
+                how="left",
+            )
     for col in ("iou", "hit", "roc_auc"):
         if col not in t:
             t[col] = np.nan
@@ -367,7 +399,9 @@ def filter_cases(cases: pd.DataFrame, *, finding: str | None = None, sexes=None,
     keep = cases["prob"].between(*prob_range)
     if pairs is not None:
         wanted = {(str(i), str(lab)) for i, lab in pairs}
-        keep &= pd.Series([(i, lab) in wanted for i, lab in zip(cases["image_id"], cases["label"])], index=cases.index)
+        keep &= pd.Series(
+            [(i, lab) in wanted for i, lab in zip(cases["image_id"], cases["label"])], index=cases.index
+        )
     elif finding:
         keep &= cases["label"] == finding
     for col, values in (("sex", sexes), ("age_bin", age_bins), ("outcome", outcomes)):

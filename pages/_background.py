@@ -53,7 +53,11 @@ def _clock(seconds: float | None) -> str:
     if seconds is None:
         return "ETA when its first item is done"
     minutes, secs = divmod(int(seconds), 60)
-    return f"ETA {minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"ETA {minutes} min {secs:02d} s"
+    return (
+        f"ETA {minutes // 60} h {minutes % 60:02d} min"
+        if minutes >= 60
+        else f"ETA {minutes} min {secs:02d} s"
+    )
 
 
 def _where(status: dict) -> str:
@@ -72,8 +76,11 @@ def _status(store: Store) -> None:
     status = background.read_status(store.path)
     seen = st.session_state.setdefault("_seen_version", version(store))
     phase = (status or {}).get("phase", "")
-    st.markdown(f"**{phase[0].upper() + phase[1:]}** writing this store" if phase.startswith("precompute") else
-                "**Background build** (the costly explainers, fidelity and trust on enough cases)")
+    st.markdown(
+        f"**{phase[0].upper() + phase[1:]}** writing this store"
+        if phase.startswith("precompute")
+        else "**Background build** (the costly explainers, fidelity and trust on enough cases)"
+    )
     if status is None:
         off = background.background_mode() == "off"
         st.caption(f"Not started: {BACKGROUND_ENV}=0 keeps the app from starting it; run `python -m cxrxai "

@@ -11,17 +11,34 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import audit, paths, provenance, reports, summaries
+from cxrxai import audit, paths, reports, summaries
 from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
+from cxrxai.present import provenance
 from cxrxai.store import Store, open_store
 
-__all__ = ["STORE_KEY", "case_table", "current_store", "data_audit", "digest", "image", "model_performance",
-           "report",
-           "session_memo", "shortcut_cases", "shortcut_panels", "store_path", "stored_map", "stored_settings", "truth",
-           "try_report", "version", "worker"]
+__all__ = [
+    "STORE_KEY",
+    "case_table",
+    "current_store",
+    "data_audit",
+    "digest",
+    "image",
+    "model_performance",
+    "report",
+    "session_memo",
+    "shortcut_cases",
+    "shortcut_panels",
+    "store_path",
+    "stored_map",
+    "stored_settings",
+    "truth",
+    "try_report",
+    "version",
+    "worker",
+]
 
 STORE_KEY = "store_path"
 
@@ -48,7 +65,9 @@ def current_store() -> Store | None:
     except CxrxaiError as err:
         _open.clear()
         st.error(f"{err}")
-        st.info("Build the demo store with `make app` (or `python -m cxrxai demo`), or pick another store in the sidebar.")
+        st.info(
+            "Build the demo store with `make app` (or `python -m cxrxai demo`), or pick another store in the sidebar."
+        )
         return None
 
 
@@ -98,7 +117,9 @@ def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
         return rows
     one = rows.drop_duplicates(["role", "image_id"]).assign(shift=lambda d: d.prob - d.prob_without)
     wide = one.pivot(index="image_id", columns="role", values="shift").add_prefix("shift_")
-    return one.drop_duplicates("image_id")[["image_id", "label", "gt_positive"]].merge(wide.reset_index(), on="image_id")
+    return one.drop_duplicates("image_id")[["image_id", "label", "gt_positive"]].merge(
+        wide.reset_index(), on="image_id"
+    )
 
 
 @st.cache_data(show_spinner="Auditing the data…", max_entries=8)
@@ -138,7 +159,11 @@ def truth(path: str, built_at: str, image_id: str) -> dict:
     ann = store.annotations(image_id=image_id)
     boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
     points = [(r.label, r.reader, (r.x, r.y)) for r in ann[ann.kind == "point"].itertuples()]
-    return {"masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))), "boxes": boxes, "points": points}
+    return {
+        "masks": dict(case_masks(ann, int(row["height"]), int(row["width"]))),
+        "boxes": boxes,
+        "points": points,
+    }
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

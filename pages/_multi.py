@@ -1,6 +1,6 @@
 """The explorer's multi-film layouts: compare side by side, and a grid of explainers.
 
-Both draw one Plotly figure (``cxrxai.film.film_grid``): every map normalised the same way onto
+Both draw one Plotly figure (``cxrxai.present.film.film_grid``): every map normalised the same way onto
 one colour bar, zoom and pan shared between the panels of one film size, one legend for the
 readers. Each panel is resolved like the single view (stored map, else live; cancellable), and
 the figure is a fragment that polls itself while any of its maps computes.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from cxrxai import film
 from cxrxai.explain import get, method_names
+from cxrxai.present import film
 from pages import _common as ui
 from pages import _viewer
 
@@ -30,7 +30,11 @@ def compare(store, model_id: str, case_id: str, label: str, case_ids: list[str])
 
         with col:
             options = list(dict.fromkeys([case_id, *case_ids]))
-            case = st.selectbox("Case", options, key=ui.kept(key("case"), case_id, allowed=options)) if slot else case_id
+            case = (
+                st.selectbox("Case", options, key=ui.kept(key("case"), case_id, allowed=options))
+                if slot
+                else case_id
+            )
             methods = method_names()
             chosen_model, method, params = _viewer.model_and_method(
                 store, model_id, key, first="occlusion" if slot and "occlusion" in methods else None,
@@ -48,10 +52,16 @@ def grid(store, model_id: str, case_id: str, label: str) -> None:
 
     stored = [m for m in method_names() if m in set(store.stored_methods(model_id))]
     offered = [*stored, *(m for m in method_names() if m not in stored)]
-    default = [m for m in stored if get(m).cost == "cheap"][:2] + [m for m in stored if get(m).cost == "costly"][:2]
-    chosen = st.multiselect(f"Explainers (at most {GRID_MAX}; stored ones first, the others are computed live)",
-                            offered, key=ui.kept(key("methods"), default or offered[:2], allowed=offered),
-                            format_func=lambda m: get(m).title, max_selections=GRID_MAX)
+    default = [m for m in stored if get(m).cost == "cheap"][:2] + [
+        m for m in stored if get(m).cost == "costly"
+    ][:2]
+    chosen = st.multiselect(
+        f"Explainers (at most {GRID_MAX}; stored ones first, the others are computed live)",
+        offered,
+        key=ui.kept(key("methods"), default or offered[:2], allowed=offered),
+        format_func=lambda m: get(m).title,
+        max_selections=GRID_MAX,
+    )
     if not chosen:
         st.info("Choose at least one explainer.")
         return

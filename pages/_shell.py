@@ -20,7 +20,16 @@ from pages._cache import STORE_KEY, current_store, store_path
 from pages._state import keep_all
 from pages._widgets import pick_model
 
-__all__ = ["PASSWORD_ENV", "SECTIONS", "app_shell", "page", "password_gate", "require_app", "routing", "sidebar"]
+__all__ = [
+    "PASSWORD_ENV",
+    "SECTIONS",
+    "app_shell",
+    "page",
+    "password_gate",
+    "require_app",
+    "routing",
+    "sidebar",
+]
 
 PASSWORD_ENV = "CXRXAI_PASSWORD"
 _ROUTING = threading.local()
@@ -62,7 +71,9 @@ def app_shell() -> st.Page:
                        layout="wide")
     # Narrower side margins than Streamlit's 5 rem: two films side by side stay ≥ 300 px wide on a
     # 1000 px screen with the sidebar open.
-    st.html("<style>.stMainBlockContainer, .block-container {padding-left: 1.5rem; padding-right: 1.5rem}</style>")
+    st.html(
+        "<style>.stMainBlockContainer, .block-container {padding-left: 1.5rem; padding-right: 1.5rem}</style>"
+    )
     if not password_gate():
         st.stop()
     sidebar()

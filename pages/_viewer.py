@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai import film, film_png, overlay
 from cxrxai.explain import OcclusionGrid, get, method_names
 from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
-from cxrxai.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
+from cxrxai.present import film, film_png, overlay
+from cxrxai.present.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
 from pages import _common as ui
 
 #: How often a computing map refreshes its progress and partial result. Each refresh costs the
@@ -98,8 +98,12 @@ def model_and_method(store, model_id: str, key, *, first: str | None = None, own
                                     help="starts at the page's Model; every number in this panel is this "
                                          "model's")
     methods = method_names()
-    method = c2.selectbox("Explainer", methods, key=ui.kept(key("method"), first or methods[0], allowed=methods),
-                          format_func=lambda m: get(m).title)
+    method = c2.selectbox(
+        "Explainer",
+        methods,
+        key=ui.kept(key("method"), first or methods[0], allowed=methods),
+        format_func=lambda m: get(m).title,
+    )
     c2.caption(get(method).reference)
     return chosen_model, method, _controls(method, key)
 
@@ -107,11 +111,16 @@ def model_and_method(store, model_id: str, key, *, first: str | None = None, own
 def readers_of(store, case_id: str, label: str, key) -> list[str]:
     """The readers chosen for display (all of them at first, per case and finding)."""
     gt = ui.truth(str(store.path), ui.version(store), case_id)
-    readers = sorted({r for (lab, r) in gt["masks"] if lab == label} | {r for lab, r, _ in gt["boxes"] if lab == label}
-                     | {r for lab, r, _ in gt["points"] if lab == label})
+    readers = sorted(
+        {r for (lab, r) in gt["masks"] if lab == label}
+        | {r for lab, r, _ in gt["boxes"] if lab == label}
+        | {r for lab, r, _ in gt["points"] if lab == label}
+    )
     # Keyed by case and finding: every new case starts with all of its readers shown (one key for
     # all cases would carry an empty choice over from a case without ground truth).
-    return st.multiselect("Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}"))
+    return st.multiselect(
+        "Ground truth (reader)", readers, default=readers, key=key(f"readers_{case_id}_{label}")
+    )
 
 
 def state_of(store, model_id: str, case_id: str, label: str) -> PanelState:
@@ -146,18 +155,28 @@ def display_controls(key, kind: str) -> dict:
     Smoothing, clipping and the floor start at the map kind's defaults (``film.display_defaults``)."""
     start = film.display_defaults(kind)
     d1, d2 = st.columns([1, 2])
-    show_map = d1.toggle("Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay")
-    mode = d2.radio("Scale", MODES, horizontal=True, key=ui.kept(key("mode"), MODES[0], allowed=MODES),
-                    help="normalized: positive part, min–max (how maps are scored); captum: positive part over its "
-                         "98 % cumulative value, clipped (Captum's convention: outliers cannot wash the map out); "
-                         "raw: signed, diverging around 0")
+    show_map = d1.toggle(
+        "Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay"
+    )
+    mode = d2.radio(
+        "Scale",
+        MODES,
+        horizontal=True,
+        key=ui.kept(key("mode"), MODES[0], allowed=MODES),
+        help="normalized: positive part, min–max (how maps are scored); captum: positive part over its "
+        "98 % cumulative value, clipped (Captum's convention: outliers cannot wash the map out); "
+        "raw: signed, diverging around 0",
+    )
     with st.expander("Display"):
         e1, e2 = st.columns(2)
         otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
                          help="the segmentation the IoU below was scored on (positive part, min–max, Otsu's "
                               "threshold, as CheXlocalize); none for a partial map")
-        smooth = e2.toggle("Smooth", key=ui.kept(key(f"smooth_{kind}"), start["smooth"]),
-                           help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only")
+        smooth = e2.toggle(
+            "Smooth",
+            key=ui.kept(key(f"smooth_{kind}"), start["smooth"]),
+            help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only",
+        )
         alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
         floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05,
                           key=ui.kept(key(f"floor_{kind}"), start["floor"]),
@@ -172,9 +191,18 @@ def display_controls(key, kind: str) -> dict:
         cmap = e1.selectbox("Colour map", list(overlay.COLORMAPS),
                             key=ui.kept(key("cmap"), "jet", allowed=list(overlay.COLORMAPS)))
         lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
-    return {"show_map": show_map, "mode": mode, "otsu": otsu, "smooth": smooth, "alpha": alpha, "floor": floor,
-            "clip": clip, "top_k": None if top_k == 100 else top_k, "colormap": cmap,
-            "level": ((lo + hi) / 2, max(1, hi - lo))}
+    return {
+        "show_map": show_map,
+        "mode": mode,
+        "otsu": otsu,
+        "smooth": smooth,
+        "alpha": alpha,
+        "floor": floor,
+        "clip": clip,
+        "top_k": None if top_k == 100 else top_k,
+        "colormap": cmap,
+        "level": ((lo + hi) / 2, max(1, hi - lo)),
+    }
 
 
 def set_polling(slot: str, on: bool) -> None:
@@ -203,9 +231,11 @@ def resolve(store, model_id, case_id, label, method, params, slot) -> Resolved:
     if saliency is None:
         saliency, source, job = _live(store, model_id, case_id, label, method, params, slot)
     shown, dim = saliency, 1.0
-    if saliency is None and source == "computing":  # the previous map stays, dimmed, until the new one arrives
+    # the previous map stays, dimmed, until the new one arrives
+    if saliency is None and source == "computing":
         shown, dim = st.session_state.get(f"last_map_{slot}"), 0.35
-    elif source == "computing":  # a partial map: redrawn at most every PARTIAL_EVERY_S (the progress bar every poll)
+    # a partial map: redrawn at most every PARTIAL_EVERY_S (the progress bar every poll)
+    elif source == "computing":
         held, now = st.session_state.get(f"partial_{slot}"), time.monotonic()
         if held is not None and held[0] == job.key and now - held[1] < PARTIAL_EVERY_S:
             shown = held[2]
@@ -251,8 +281,18 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     score = scored(state, r, gt, img.shape)
     # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
     # (no blending, contouring or PNG encoding again).
-    signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim, repr(sorted(display.items())),
-                 tuple(readers), ui.digest(score.mask))
+    signature = (
+        path,
+        built,
+        model_id,
+        case_id,
+        label,
+        ui.digest(r.shown),
+        r.dim,
+        repr(sorted(display.items())),
+        tuple(readers),
+        ui.digest(score.mask),
+    )
     fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
         img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id),
         **{**display, "alpha": display["alpha"] * r.dim}))
@@ -288,8 +328,13 @@ def details(store, state: PanelState, method, params, display, truth, r: Resolve
     with c1:
         ui.download_png(png, f"{stem}.png", key=f"png_{slot}")
     with c2:
-        st.download_button("Download map (.npy)", lambda: _npy(saliency), file_name=f"{stem}.npy", key=f"npy_{slot}",
-                           on_click="ignore")
+        st.download_button(
+            "Download map (.npy)",
+            lambda: _npy(saliency),
+            file_name=f"{stem}.npy",
+            key=f"npy_{slot}",
+            on_click="ignore",
+        )
 
 
 def describe(params: dict) -> str:
@@ -309,7 +354,11 @@ def _scores(score: PanelScore) -> None:
         shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
         why = "" if not np.isnan(value) else " (no segmentation: see the caption above)" if (
             name == "iou" and score.mask is None) else " (no lesion of this finding on this image)"
-        col.metric(metric.label, shown, help=f"{metric.help}{why}; against the reference reader (gt). {metric.reference}")
+        col.metric(
+            metric.label,
+            shown,
+            help=f"{metric.help}{why}; against the reference reader (gt). {metric.reference}",
+        )
 
 
 def _live(store, model_id, case_id, label, method, params, slot):
@@ -326,7 +375,8 @@ def _live(store, model_id, case_id, label, method, params, slot):
         st.warning("Cancelled: the partial map is shown. Change a setting to compute again.")
         return cancelled[1], "cancelled (partial)", None
     submitted = ui.worker().submit(job)
-    if submitted is job:  # new: fast explainers finish here, with no polling at all (a running job is not waited on)
+    # new: fast explainers finish here, with no polling at all (a running job is not waited on)
+    if submitted is job:
         job.wait(FIRST_WAIT_S)
     job = submitted
     current = job.result if job.state == JobState.DONE else job.partial

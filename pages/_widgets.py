@@ -15,7 +15,7 @@ from cxrxai.errors import DataError
 from cxrxai.explain import get as get_method
 from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
-from cxrxai.provenance import table_provenance, with_header
+from cxrxai.present.provenance import table_provenance, with_header
 from cxrxai.store import Store
 from pages._state import kept
 
@@ -24,8 +24,10 @@ __all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "download_csv", "download
            "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
 
 #: What a dash in a table means when the page does not say more.
-MISSING_WHY = ("—: no value — no case of that kind, a quantity not defined there (e.g. one class only), or an "
-               "interval from fewer than 5 cases (never drawn).")
+MISSING_WHY = (
+    "—: no value — no case of that kind, a quantity not defined there (e.g. one class only), or an "
+    "interval from fewer than 5 cases (never drawn)."
+)
 
 #: Cross-page selections (plain session-state keys, not widget keys).
 SELECTED = {"model": "sel_model", "case": "sel_case", "case_label": "sel_case_label", "pairs": "sel_pairs"}
@@ -44,9 +46,13 @@ def pick_model(store: Store, *, key: str = "model_widget") -> str | None:
     if models.empty:
         st.info("No model in the store yet: `python -m cxrxai demo` registers the demo model and predicts.")
         return None
-    with_preds = [m for m in models["model_id"] if store.predicted_image_ids(m)] or models["model_id"].tolist()
+    with_preds = [m for m in models["model_id"] if store.predicted_image_ids(m)] or models[
+        "model_id"
+    ].tolist()
     current = st.session_state.get(SELECTED["model"], with_preds[0])
-    choice = st.selectbox("Model", with_preds, index=with_preds.index(current) if current in with_preds else 0, key=key)
+    choice = st.selectbox(
+        "Model", with_preds, index=with_preds.index(current) if current in with_preds else 0, key=key
+    )
     st.session_state[SELECTED["model"]] = choice
     return choice
 
@@ -80,13 +86,17 @@ def explainer_select(store: Store, model_id: str, *, key: str, container=st, lab
                                help="Explainers with maps precomputed for this model")
 
 
-def metric_select(names: list[str], *, key: str, container=st, label: str = "Metric", horizontal: bool = False) -> str:
+def metric_select(
+    names: list[str], *, key: str, container=st, label: str = "Metric", horizontal: bool = False
+) -> str:
     """A metric picker showing each registered metric's label, with its explanation as help; the
     choice survives navigation (:func:`pages._state.kept`)."""
     def title(name: str) -> str:
         return metric_registry.get(name).label if name in metric_registry.METRICS else name
 
-    helps = "; ".join(f"{title(n)}: {metric_registry.get(n).help}" for n in names if n in metric_registry.METRICS)
+    helps = "; ".join(
+        f"{title(n)}: {metric_registry.get(n).help}" for n in names if n in metric_registry.METRICS
+    )
     key = kept(key, names[0], allowed=names)
     if horizontal:
         return container.radio(label, names, horizontal=True, key=key, format_func=title, help=helps)
@@ -108,12 +118,18 @@ def download_csv(df: pd.DataFrame, name: str, *, key: str, store: Store, what: s
                  **context) -> None:
     """Every CSV download of the app, under a provenance header (``# key: value`` lines): a report's
     own (``attrs["provenance"]``: model, thresholds, explainer parameters, seed, interval method,
-    store and its version), else :func:`cxrxai.provenance.table_provenance` — ``what`` the table is
+    store and its version), else :func:`cxrxai.present.provenance.table_provenance` — ``what`` the table is
     (its file name by default), the store and its published version, ``context`` (``dataset=...``)."""
     head = df.attrs.get("provenance") or table_provenance(store, what or name.removesuffix(".csv"), **context)
-    st.download_button("Download CSV", with_header(df, head).encode(), file_name=name, mime="text/csv", key=key,
-                       help="Lines starting with # say what the table was computed from "
-                            "(`cxrxai.provenance.read_export` reads both)")
+    st.download_button(
+        "Download CSV",
+        with_header(df, head).encode(),
+        file_name=name,
+        mime="text/csv",
+        key=key,
+        help="Lines starting with # say what the table was computed from "
+        "(`cxrxai.present.provenance.read_export` reads both)",
+    )
 
 
 def download_png(render, name: str, *, key: str) -> None:
@@ -163,7 +179,9 @@ def chart(fig, *, key: str, select: bool = False):
     """A Plotly chart (its toolbar exports PNG offline); with ``select`` the selection event."""
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
     if select:
-        return st.plotly_chart(fig, key=key, on_select="rerun", selection_mode=("points", "box", "lasso"), config=config)
+        return st.plotly_chart(
+            fig, key=key, on_select="rerun", selection_mode=("points", "box", "lasso"), config=config
+        )
     st.plotly_chart(fig, key=key, config=config)
     return None
 

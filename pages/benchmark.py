@@ -4,22 +4,31 @@ benchmark comparison when a second reader exists (Saporta Fig. 2)."""
 
 import streamlit as st
 
-from cxrxai import film, viz
+from cxrxai.present import film, viz
 from pages import _common as ui
 
 store, model_id = ui.page("Explainer benchmark")
 
-slice_ = st.radio("Cases", ["true_positive", "positive"], horizontal=True, key="bench_slice",
-                  format_func={"true_positive": "true positives (thesis)", "positive": "all positives (Saporta)"}.get)
-every = st.checkbox("Include the occlusion sweep's other patch/stride settings (few cases each)", key="bench_every")
+slice_ = st.radio(
+    "Cases",
+    ["true_positive", "positive"],
+    horizontal=True,
+    key="bench_slice",
+    format_func={"true_positive": "true positives (thesis)", "positive": "all positives (Saporta)"}.get,
+)
+every = st.checkbox(
+    "Include the occlusion sweep's other patch/stride settings (few cases each)", key="bench_every"
+)
 table = ui.try_report(store, "explainers", model_id, slice_=slice_, settings="all" if every else "main")
 if table is not None and not table.empty:
     value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
     ui.table(table)
     ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench", store=store)
-    st.caption("IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
-               "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count.")
+    st.caption(
+        "IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
+        "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count."
+    )
 
 st.subheader("Which explainer finds the lesion")
 c1, c2 = st.columns(2)
@@ -30,35 +39,49 @@ ranking = ui.try_report(store, "explainer-ranking", model_id, metric=rank_metric
 if ranking is not None and not ranking.empty:
     ui.table(viz.ranking_display(ranking, rank_metric))
     ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank", store=store)
-    st.caption("Per finding, explainers by mean score; each is compared with the best on the cases both scored "
-               "(paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": the "
-               "interval excludes 0. Exact phantom masks, reference reader.")
+    st.caption(
+        "Per finding, explainers by mean score; each is compared with the best on the cases both scored "
+        "(paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": the "
+        "interval excludes 0. Exact phantom masks, reference reader."
+    )
 
 st.subheader("Model or method? A planted shortcut")
 summary = ui.try_report(store, "shortcut", model_id)
 if summary is not None and not summary.empty:
     cases = ui.shortcut_cases(str(store.path), ui.version(store))
     finding = cases.label.iloc[0]
-    st.caption(f"A ResNet-18 fine-tuned on phantoms where a ring marker goes with {finding} (on 90 % of positives, "
-               f"5 % of negatives) against its control, the same network before fine-tuning. Both are explained on "
-               f"the same {len(cases)} test cases rendered with the marker ({int(cases.gt_positive.sum())} "
-               f"{finding} positives, {int((~cases.gt_positive).sum())} negatives). Removing the marker from the "
-               "same image shows what each model uses; an explainer that shows the shortcut puts more of its mass "
-               "on the marker under the shortcut model than under the control.")
+    st.caption(
+        f"A ResNet-18 fine-tuned on phantoms where a ring marker goes with {finding} (on 90 % of positives, "
+        f"5 % of negatives) against its control, the same network before fine-tuning. Both are explained on "
+        f"the same {len(cases)} test cases rendered with the marker ({int(cases.gt_positive.sum())} "
+        f"{finding} positives, {int((~cases.gt_positive).sum())} negatives). Removing the marker from the "
+        "same image shows what each model uses; an explainer that shows the shortcut puts more of its mass "
+        "on the marker under the shortcut model than under the control."
+    )
     reliance = ui.try_report(store, "shortcut-reliance", model_id)
     if reliance is not None:
         ui.table(viz.reliance_display(reliance))
     ui.chart(viz.shortcut_differences(summary), key="shortcut_chart")
     ui.table(viz.shortcut_display(summary))
     ui.download_csv(summary, "shortcut-explainers.csv", key="dl_shortcut", store=store)
-    pick = st.selectbox("Case", cases.image_id.tolist(), key="shortcut_case", format_func=lambda i: (
-        lambda r: f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: shortcut model "
-                  f"{r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}")(cases.set_index("image_id").loc[i]))
+    pick = st.selectbox(
+        "Case",
+        cases.image_id.tolist(),
+        key="shortcut_case",
+        format_func=lambda i: (
+            lambda r: (
+                f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: shortcut model "
+                f"{r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}"
+            )
+        )(cases.set_index("image_id").loc[i]),
+    )
     panels = ui.shortcut_panels(str(store.path), ui.version(store), pick)
     ui.chart(film.film_grid(panels, columns=len(panels) // 2, height_per_row=300, otsu=False,
                             revision=f"shortcut-{pick}"), key="shortcut_films")
-    st.caption("White: the lesion (reference); yellow dashed: the marker zone the shares are counted in (the "
-               "marker dilated by 4 % of the side; its area is the chance level). Maps are stored at 56 × 56.")
+    st.caption(
+        "White: the lesion (reference); yellow dashed: the marker zone the shares are counted in (the "
+        "marker dilated by 4 % of the side; its area is the chance level). Maps are stored at 56 × 56."
+    )
 
 st.subheader("Occlusion patch / stride")
 sweep = ui.try_report(store, "occlusion-sweep", model_id)

@@ -65,7 +65,9 @@ with st.expander("Filters", expanded=True):
                               help="TP/FN: the finding is present; FP/TN: absent (at the stored threshold)")
     c5, c6 = st.columns(2)
     prob_range = c5.slider("Model probability", 0.0, 1.0, step=0.01, key=ui.kept("f_prob", (0.0, 1.0)))
-    iou_range = c6.slider("Grad-CAM IoU (positive cases)", 0.0, 1.0, step=0.01, key=ui.kept("f_iou", (0.0, 1.0)))
+    iou_range = c6.slider(
+        "Grad-CAM IoU (positive cases)", 0.0, 1.0, step=0.01, key=ui.kept("f_iou", (0.0, 1.0))
+    )
     if pairs:
         st.caption(f"Showing exactly the {len(pairs)} (image, finding) pairs selected on another page"
                    + ("." if ui.pairs_to_url(pairs) else f" (over {ui.URL_PAIRS}: too many for the URL, "
@@ -79,9 +81,15 @@ view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages
 of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding).sum())} {finding} cases"
 st.caption(f"{len(view)} of {of} ({split} split)")
 columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
-event = ui.table(view[columns], why="—: no threshold stored, no localization score (a negative case or no map), "
-               "or sex, age or view not recorded.", height=220, key="case_grid", on_select="rerun",
-               selection_mode="single-row")
+event = ui.table(
+    view[columns],
+    why="—: no threshold stored, no localization score (a negative case or no map), "
+    "or sex, age or view not recorded.",
+    height=220,
+    key="case_grid",
+    on_select="rerun",
+    selection_mode="single-row",
+)
 rows = event["selection"]["rows"] if isinstance(event, dict) else event.selection.rows
 if rows:
     ui.remember("case", view.iloc[rows[0]]["image_id"])
@@ -119,11 +127,19 @@ ui.to_url({"split": split,
            "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
 
 _viewer.warm(store, model_id)
-layout = st.radio("Layout", LAYOUTS, horizontal=True, key=ui.kept("layout", "single", allowed=list(LAYOUTS)),
-                  format_func=LAYOUTS.get, help="compare: two explainers, models or cases with zoom synced; grid: "
-                  "several explainers of this case on one colour scale")
+layout = st.radio(
+    "Layout",
+    LAYOUTS,
+    horizontal=True,
+    key=ui.kept("layout", "single", allowed=list(LAYOUTS)),
+    format_func=LAYOUTS.get,
+    help="compare: two explainers, models or cases with zoom synced; grid: "
+    "several explainers of this case on one colour scale",
+)
 if layout == "compare":
-    _multi.compare(store, model_id, case_id, finding, view.loc[view.label == finding, "image_id"].head(500).tolist())
+    _multi.compare(
+        store, model_id, case_id, finding, view.loc[view.label == finding, "image_id"].head(500).tolist()
+    )
 elif layout == "grid":
     _multi.grid(store, model_id, case_id, finding)
 else:

@@ -4,7 +4,8 @@ opens those cases in the explorer."""
 
 import streamlit as st
 
-from cxrxai import reports, stats, viz
+from cxrxai import reports, stats
+from cxrxai.present import viz
 from pages import _common as ui
 
 store, model_id = ui.page("Geometry & confidence")
@@ -19,8 +20,12 @@ if reg is not None and not reg.empty:
     ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo", store=store)
     df = reports.geometry_cases(store, model_id, method=method)
     c1, c2 = st.columns(2)
-    feature = c1.selectbox("Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature")
-    outcome = ui.metric_select(["iou", "hit"], key="geo_outcome", container=c2, label="Outcome", horizontal=True)
+    feature = c1.selectbox(
+        "Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature"
+    )
+    outcome = ui.metric_select(
+        ["iou", "hit"], key="geo_outcome", container=c2, label="Outcome", horizontal=True
+    )
     event = ui.chart(viz.regression_scatter(df, feature, outcome, line=stats.ols_line(df, outcome, feature)),
                      key="geo_scatter", select=True)
     picked = ui.selected_points(event)
@@ -32,11 +37,19 @@ if reg is not None and not reg.empty:
         st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
-metric = ui.metric_select(["iou_gated", "iou_full", "hit"], key="conf_metric", label="Localization (full dataset, "
-                          "Saporta Table 2: every precomputed image; negatives score 0 when segmented)", horizontal=True)
+metric = ui.metric_select(
+    ["iou_gated", "iou_full", "hit"],
+    key="conf_metric",
+    label="Localization (full dataset, "
+    "Saporta Table 2: every precomputed image; negatives score 0 when segmented)",
+    horizontal=True,
+)
 conf = ui.try_report(store, "confidence", model_id, method=method, metric=metric)
 if conf is not None and not conf.empty:
     ui.table(conf)
     ui.download_csv(conf, f"{model_id}-confidence-regressions.csv", key="dl_conf", store=store)
     cases = reports.localization_cases(store, model_id, slice_="all", method=method)
-    ui.chart(viz.regression_scatter(cases, "prob", metric, line=stats.ols_line(cases, metric, "prob")), key="conf_scatter")
+    ui.chart(
+        viz.regression_scatter(cases, "prob", metric, line=stats.ols_line(cases, metric, "prob")),
+        key="conf_scatter",
+    )

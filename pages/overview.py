@@ -4,7 +4,8 @@ thresholds."""
 import pandas as pd
 import streamlit as st
 
-from cxrxai import audit, summaries, viz
+from cxrxai import audit, summaries
+from cxrxai.present import viz
 from pages import _common as ui
 
 store, _ = ui.page("Overview", model=False)
@@ -94,7 +95,9 @@ perf = ui.model_performance(str(store.path), ui.version(store), model_id, split)
 if perf.empty:
     st.info(f"No {split} predictions for {model_id} in the store.")
 else:
-    ui.chart(viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% bootstrap CI)"), key="auroc_chart")
+    ui.chart(
+        viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% bootstrap CI)"), key="auroc_chart"
+    )
     ui.table(perf)
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf", store=store)
 thresholds = store.thresholds(model_id)

@@ -5,7 +5,7 @@ reason: which dataset lacks the value, where it was looked for, and how to suppl
 
 import streamlit as st
 
-from cxrxai import viz
+from cxrxai.present import viz
 from pages import _common as ui
 
 GROUPINGS = ["sex", "age_bin", "sex × age_bin"]
@@ -39,14 +39,32 @@ if rates is not None and not rates.empty:
         ui.set_kept("f_outcome", outcomes)
         ui.remember("pairs", None)
         ui.remember("case", None)
-        st.success(f"Selected {label} · {' · '.join(group)} · {'negatives' if rate == 'fpr' else 'positives'}.")
-        st.page_link("pages/explorer.py", label="Open these cases in the explorer", icon=":material/image_search:")
-    cols = ["label", *by, "n", "n_pos", "n_neg", rate, f"{rate}_lower", f"{rate}_upper", f"{rate}_gap_overall",
-            f"{rate}_gap_median", "auroc", "small"]
+        st.success(
+            f"Selected {label} · {' · '.join(group)} · {'negatives' if rate == 'fpr' else 'positives'}."
+        )
+        st.page_link(
+            "pages/explorer.py", label="Open these cases in the explorer", icon=":material/image_search:"
+        )
+    cols = [
+        "label",
+        *by,
+        "n",
+        "n_pos",
+        "n_neg",
+        rate,
+        f"{rate}_lower",
+        f"{rate}_upper",
+        f"{rate}_gap_overall",
+        f"{rate}_gap_median",
+        "auroc",
+        "small",
+    ]
     ui.table(rates[[c for c in cols if c in rates]])
     ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}.csv", key="dl_rates", store=store)
-    st.caption("Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
-               "10 positives (or negatives, for FPR) are flagged `small`, never dropped.")
+    st.caption(
+        "Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
+        "10 positives (or negatives, for FPR) are flagged `small`, never dropped."
+    )
 
 st.subheader("No Finding: underdiagnosis (FPR) and overdiagnosis (FNR)")
 under = ui.try_report(store, "underdiagnosis", model_id, by=by)

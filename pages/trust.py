@@ -3,20 +3,28 @@ reproducibility, and the PASS/FAIL summary (Arun et al.)."""
 
 import streamlit as st
 
-from cxrxai import reports, viz
+from cxrxai import reports
+from cxrxai.present import viz
 from pages import _common as ui
 
 store, model_id = ui.page("Trust")
-data_range = st.radio("SSIM data range", [1.0, 2.0], horizontal=True, key="dr",
-                      help="2.0 reproduces Arun et al. (scikit-image's old float default); 1.0 is correct for [0, 1] maps")
+data_range = st.radio(
+    "SSIM data range",
+    [1.0, 2.0],
+    horizontal=True,
+    key="dr",
+    help="2.0 reproduces Arun et al. (scikit-image's old float default); 1.0 is correct for [0, 1] maps",
+)
 
 table = ui.try_report(store, "trust", model_id, data_range=data_range)
 if table is None:
     st.stop()  # no trust scores at all: the curves and boxes below would say so twice more
 st.subheader("Summary (PASS = significantly better than the baseline, one-sided p < 0.005)")
 ui.table(viz.verdict_table(table))
-st.caption("n: the images each test rests on. — : no scores for that criterion (utility needs the method's "
-           "localization scores, repeatability a second seed of the model, reproducibility a second architecture).")
+st.caption(
+    "n: the images each test rests on. — : no scores for that criterion (utility needs the method's "
+    "localization scores, repeatability a second seed of the model, reproducibility a second architecture)."
+)
 ui.download_csv(table, f"{model_id}-trust.csv", key="dl_trust", store=store)
 
 curves = ui.try_report(store, "randomization", model_id, data_range=data_range)

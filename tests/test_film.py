@@ -10,8 +10,17 @@ import plotly.graph_objects as go
 import pytest
 
 from cxrxai.explain.registry import KINDS
-from cxrxai.film import (DISPLAY_DEFAULTS, READER_STYLES, blend, display_defaults, display_heat, film_figure, film_grid,
-                         view_revision, window)
+from cxrxai.present.film import (
+    DISPLAY_DEFAULTS,
+    READER_STYLES,
+    blend,
+    display_defaults,
+    display_heat,
+    film_figure,
+    film_grid,
+    view_revision,
+    window,
+)
 
 
 def _film(h=300, w=200):
@@ -54,7 +63,7 @@ def test_the_figure_draws_every_reader_box_point_the_otsu_contour_and_a_colour_b
     sal = np.zeros((7, 7), np.float32)
     sal[2:4, 1:4] = 3.0
     segmentation = np.zeros(film.shape, bool)
-    segmentation[90:160, 40:130] = True  # the scored Otsu mask (cxrxai.panel.score_panel): outlined, never recomputed
+    segmentation[90:160, 40:130] = True  # the scored Otsu mask (cxrxai.present.panel.score_panel): outlined, never recomputed
     fig = film_figure(film, sal, masks={"gt": gt, "hb": hb}, boxes=[("gt", (50, 100, 70, 50))],
                       points=[("hb", (80.0, 120.0))], floor=0.1, segmentation=segmentation)
     traces = _by_name(fig)

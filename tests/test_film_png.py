@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cxrxai import film_png
-from cxrxai.film import READER_STYLES, blend, display_heat, window
+from cxrxai.present import film_png
+from cxrxai.present.film import READER_STYLES, blend, display_heat, window
 
 
 def _rgb(hex_colour: str) -> tuple:

@@ -11,16 +11,16 @@ import pytest
 import torch
 from torch import nn
 
-from cxrxai import overlay
 from cxrxai.errors import DataError
 from cxrxai.explain import OcclusionGrid, native_map
-from cxrxai.film import SEGMENTATION_NAME, film_figure, film_grid
 from cxrxai.live import LiveWorker, explain_job
 from cxrxai.metrics.localization import iou, otsu_mask
 from cxrxai.metrics.registry import score_map
 from cxrxai.models.registry import LoadedModel
 from cxrxai.models.spec import ModelSpec
-from cxrxai.panel import PanelState, panel_state, reference_truth, score_panel
+from cxrxai.present import overlay
+from cxrxai.present.film import SEGMENTATION_NAME, film_figure, film_grid
+from cxrxai.present.panel import PanelState, panel_state, reference_truth, score_panel
 from cxrxai.store import open_store, write_store
 
 SIZE = 64

@@ -253,7 +253,7 @@ def test_fidelity_intervals_are_the_percentile_bootstrap_its_export_header_names
     import shutil
 
     from cxrxai import stats
-    from cxrxai.provenance import INTERVALS
+    from cxrxai.present.provenance import INTERVALS
     from cxrxai.store import write_store
 
     path = tmp_path / "more.duckdb"

@@ -12,7 +12,7 @@ import pytest
 from cxrxai.cli import main
 from cxrxai.errors import DataError
 from cxrxai.models.spec import ModelSpec
-from cxrxai.provenance import read_export, report_provenance, table_provenance, with_header
+from cxrxai.present.provenance import read_export, report_provenance, table_provenance, with_header
 from cxrxai.reports import run_report
 from cxrxai.store import SCHEMA_VERSION, open_store, params_key, write_store
 

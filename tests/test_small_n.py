@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cxrxai import stats, viz
+from cxrxai import stats
+from cxrxai.present import viz
 
 
 def test_heatmap_cells_show_n_and_grey_out_small_or_missing_ones():

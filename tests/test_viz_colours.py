@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from cxrxai import viz
 from cxrxai.labels import AGE_BINS, SEXES
+from cxrxai.present import viz
 
 
 def _rates(groups: list[tuple[str, str]]) -> pd.DataFrame:

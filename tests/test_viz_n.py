@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cxrxai import viz
+from cxrxai.present import viz
 
 
 def test_the_scatter_names_n_per_finding_and_how_many_had_no_value():

@@ -22,7 +22,9 @@ from ..errors import CxrxaiError
 __all__ = ["COMMANDS", "commands", "entry_point", "main"]
 
 #: command name → (help line, add-arguments function, run function). Later layers add theirs.
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+COMMANDS: dict[
+    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+] = {}
 
 
 def command(name: str, help_: str, add: Callable[[argparse.ArgumentParser], None]):
@@ -71,7 +73,9 @@ def _schedule(text: str) -> tuple[tuple[int, int], ...]:
     try:
         return tuple((int(r), int(e)) for r, e in (part.split(":") for part in text.split(",")))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"schedule {text!r} must look like '128:6,224:3' (resolution:epochs)") from None
+        raise argparse.ArgumentTypeError(
+            f"schedule {text!r} must look like '128:6,224:3' (resolution:epochs)"
+        ) from None
 
 
 def _param(text: str) -> tuple[str, object]:

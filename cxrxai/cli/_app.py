@@ -16,13 +16,20 @@ __all__: list[str] = []
 
 
 def _add_app(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, default=None,
-                   help="store to open (default: the demo store under the cxrxai home, its quick phase built first "
-                        "when missing, about 2 min; the app builds the rest of the evidence in the background)")
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="store to open (default: the demo store under the cxrxai home, its quick phase built first "
+        "when missing, about 2 min; the app builds the rest of the evidence in the background)",
+    )
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
-    p.add_argument("streamlit_args", nargs=argparse.REMAINDER,
-                   help="after --, options for `streamlit run` (e.g. -- --server.address 0.0.0.0; read the README's "
-                        "'Serving beyond localhost' first)")
+    p.add_argument(
+        "streamlit_args",
+        nargs=argparse.REMAINDER,
+        help="after --, options for `streamlit run` (e.g. -- --server.address 0.0.0.0; read the README's "
+        "'Serving beyond localhost' first)",
+    )
 
 
 @command("app", "run the Streamlit app on a store (default: the embedded demo)", _add_app)
@@ -33,7 +40,16 @@ def _app(args) -> int:
     env = {**os.environ, "CXRXAI_STORE": str(store), paths.HOME_ENV: str(paths.home())}
     # Run where app.py is: Streamlit reads the shipped .streamlit/config.toml from its working directory
     # (the user's own directory gets nothing written to it).
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app / "app.py"), "--server.port", str(args.port), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app / "app.py"),
+        "--server.port",
+        str(args.port),
+        *extra,
+    ]
     return subprocess.call(cmd, cwd=app, env=env)
 
 

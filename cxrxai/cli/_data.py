@@ -19,10 +19,16 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--dataset", required=True, choices=sorted(ADAPTERS), help="published layout of --root")
     p.add_argument("--root", type=Path, required=True, help="the dataset folder as downloaded")
-    p.add_argument("--data-option", type=_param, action="append", default=[], metavar="NAME=VALUE",
-                   help="adapter option, repeatable; VALUE is read as JSON, else as text. Each adapter's "
-                        f"options and defaults: {adapter_help()}; any of them dicom_headers=false: do not read "
-                        "sex, age and view a CSV lacks from DICOM headers")
+    p.add_argument(
+        "--data-option",
+        type=_param,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="adapter option, repeatable; VALUE is read as JSON, else as text. Each adapter's "
+        f"options and defaults: {adapter_help()}; any of them dicom_headers=false: do not read "
+        "sex, age and view a CSV lacks from DICOM headers",
+    )
     p.add_argument("--store", type=Path, required=True, help="store to write")
     p.add_argument("--fresh", action="store_true", help="start the store from scratch")
     p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")
@@ -63,20 +69,34 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated, any of: {', '.join(method_names())} (cheap ones — "
                         f"{', '.join(method_names(cost='cheap'))} — for every image × label, the others on "
                         "--per-label positives)")
-    p.add_argument("--per-label", type=int, default=None, help="costly explainers on this many positives per label")
-    p.add_argument("--split", default="test", help="split to precompute (default test; 'all' for every image)")
+    p.add_argument(
+        "--per-label", type=int, default=None, help="costly explainers on this many positives per label"
+    )
+    p.add_argument(
+        "--split", default="test", help="split to precompute (default test; 'all' for every image)"
+    )
     p.add_argument("--thresholds", type=Path, default=None,
                    help="CSV of per-label decision thresholds (label + threshold, or bestthr, columns; "
                         "labels in the model's or the dataset's spelling), stored as method file:NAME — for "
                         "a validation split too small or one-class to choose them on")
-    p.add_argument("--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)")
-    p.add_argument("--analyses", default="", help="also run, comma-separated: sweep (occlusion patch/stride, thesis Table "
-                                                  "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
-                                                  "insertion, thesis §2.4)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)"
+    )
+    p.add_argument(
+        "--analyses",
+        default="",
+        help="also run, comma-separated: sweep (occlusion patch/stride, thesis Table "
+        "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
+        "insertion, thesis §2.4)",
+    )
     p.add_argument("--cases", type=int, default=30, help="positive cases for each of --analyses (default 30)")
-    p.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="where predictions and maps are computed: here (local) or on Ray, sharded over workers that "
-                        "write Parquet parts beside the store (STORE.parts/) for the driver to ingest")
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="where predictions and maps are computed: here (local) or on Ray, sharded over workers that "
+        "write Parquet parts beside the store (STORE.parts/) for the driver to ingest",
+    )
     p.add_argument("--address", default=None,
                    help="Ray cluster to join (ray://HOST:10001 or HOST:6379); default: start a local Ray")
     p.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
@@ -111,12 +131,27 @@ def _precompute(args) -> int:
 
     thresholds = (args.thresholds.name, read_threshold_file(args.thresholds)) if args.thresholds else None
     try:
-        report = build_dataset(args.store, tables, model, split=split, workers=args.workers, progress=progress,
-                               strict=args.strict, engine=engine, thresholds=thresholds,
-                               stages=dataset_stages(explainers=args.explainers.split(","), per_label=args.per_label,
-                                                     split=split, analyses=[a for a in args.analyses.split(",") if a],
-                                                     cases=args.cases),
-                               cache_dir=paths.data_cache() / "decoded", fresh=args.fresh, model_path=weights)
+        report = build_dataset(
+            args.store,
+            tables,
+            model,
+            split=split,
+            workers=args.workers,
+            progress=progress,
+            strict=args.strict,
+            engine=engine,
+            thresholds=thresholds,
+            stages=dataset_stages(
+                explainers=args.explainers.split(","),
+                per_label=args.per_label,
+                split=split,
+                analyses=[a for a in args.analyses.split(",") if a],
+                cases=args.cases,
+            ),
+            cache_dir=paths.data_cache() / "decoded",
+            fresh=args.fresh,
+            model_path=weights,
+        )
     except BaseException as err:
         status.finish(error=f"{type(err).__name__}: {err}")
         raise
@@ -150,14 +185,18 @@ def _print_label_matches(labels: dict, model_id: str, dataset: str) -> None:
 
 def _add_import(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
-    p.add_argument("--predictions", type=Path, required=True, help="CSV with an id column and prob_<label> columns")
+    p.add_argument(
+        "--predictions", type=Path, required=True, help="CSV with an id column and prob_<label> columns"
+    )
     p.add_argument("--id-column", default=None, help="id column of --predictions (default: its first column)")
     p.add_argument("--thresholds", type=Path, default=None,
                    help="CSV of per-label thresholds: label + threshold (or bestthr) columns")
     p.add_argument("--name", default="imported", help="model id for these predictions")
 
 
-@command("import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import)
+@command(
+    "import-predictions", "store predictions made elsewhere, joined to a dataset's metadata", _add_import
+)
 def _import(args) -> int:
     from ..data.adapters._base import read_csv, sniff_delimiter
     from ..models.thresholds import read_threshold_file
@@ -220,7 +259,9 @@ def _say_delimiter(path: Path, sep: str) -> None:
 # --------------------------------------------------------------------------- info / export
 
 def _add_info(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, default=None, help="store to describe (default data_cache/demo.duckdb)")
+    p.add_argument(
+        "--store", type=Path, default=None, help="store to describe (default data_cache/demo.duckdb)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -236,7 +277,9 @@ def _info(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1, default=str))
         return 0
-    print(f"store      {args.store or paths.demo_store()} (schema v{info['schema_version']}, built {info['built_at']})")
+    print(
+        f"store      {args.store or paths.demo_store()} (schema v{info['schema_version']}, built {info['built_at']})"
+    )
     print("tables     " + ", ".join(f"{k} {v:,}" for k, v in info["counts"].items()))
     print("datasets   " + (", ".join(f"{d['dataset']} ({d['source']})" for d in info["datasets"]) or "none"))
     print("models     " + (", ".join(f"{m['model_id']} ({m['arch']})" for m in info["models"]) or "none"))
@@ -246,8 +289,11 @@ def _info(args) -> int:
     print("problems   " + (", ".join(f"{c['dataset']} {c['stage']} {c['n']:,}" for c in counts) or "none"))
     if counts:
         for r in first.itertuples(index=False):
-            parts = (None if pd.isna(r.file) else Path(r.file).name, None if pd.isna(r.row) else f"row {int(r.row)}",
-                     None if pd.isna(r.image_id) else r.image_id)
+            parts = (
+                None if pd.isna(r.file) else Path(r.file).name,
+                None if pd.isna(r.row) else f"row {int(r.row)}",
+                None if pd.isna(r.image_id) else r.image_id,
+            )
             print(f"  {r.stage:<12} {', '.join(p for p in parts if p)}: {r.problem}")
         if sum(c["n"] for c in counts) > len(first):
             print("  … `python -m cxrxai export table problems --out problems.csv` lists them all")
@@ -257,8 +303,11 @@ def _info(args) -> int:
 def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", choices=["predictions", "table", "segmentations", "maps"],
                    help="predictions → CSV; table NAME → CSV; segmentations → CheXlocalize JSON; maps → .npz")
-    p.add_argument("name", nargs="?", help="for 'table': images, labels, thresholds, localization, geometry, trust, "
-                                           "fidelity, problems")
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="for 'table': images, labels, thresholds, localization, geometry, trust, fidelity, problems",
+    )
     p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
     p.add_argument("--out", type=Path, required=True, help="file to write")
     p.add_argument("--model", default=None, help="model id (default: the store's only model)")
@@ -266,16 +315,21 @@ def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default="gradcam", help="explainer (segmentations, maps)")
 
 
-@command("export", "export store contents: predictions / tables (CSV), segmentations (CheXlocalize JSON), maps (.npz)",
-         _add_export)
+@command(
+    "export",
+    "export store contents: predictions / tables (CSV), segmentations (CheXlocalize JSON), maps (.npz)",
+    _add_export,
+)
 def _export(args) -> int:
-    from ..exports import export_maps, export_segmentations, export_table
+    from ..present.exports import export_maps, export_segmentations, export_table
     from ..store import open_store
 
     with open_store(args.store or paths.demo_store()) as store:
         if args.what == "table":
             if not args.name:
-                raise CxrxaiError("export table needs a table name, e.g. `export table localization --out loc.csv`")
+                raise CxrxaiError(
+                    "export table needs a table name, e.g. `export table localization --out loc.csv`"
+                )
             n = export_table(store, args.name, args.out)
             print(json.dumps({"rows": n, "table": args.name, "out": str(args.out)}))
             return 0

@@ -18,15 +18,21 @@ from . import Bars, _add_phantom, _phantom_config, _schedule, command
 
 def _add_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="demo-densenet121", help="model name = weights file stem")
-    p.add_argument("--arch", default="densenet121", help="architecture (densenet121, resnet18, resnet50, resnet152)")
+    p.add_argument(
+        "--arch", default="densenet121", help="architecture (densenet121, resnet18, resnet50, resnet152)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for initialisation, batches and augmentation")
     p.add_argument("--schedule", type=_schedule, default=TrainConfig().schedule,
                    help="progressive resizing as resolution:epochs pairs (default 128:5,224:3)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop early after this many minutes")
     p.add_argument("--batch-size", type=int, default=32)
     _add_phantom(p)
-    p.add_argument("--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)")
-    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+    p.add_argument(
+        "--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)"
+    )
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
+    )
 
 
 @command("train", "train a demo model from scratch on the phantom training split", _add_train)
@@ -40,7 +46,10 @@ def _train(args) -> int:
     def on_step(p):
         bars("train", p.step, p.total_steps)
         if p.val_auroc is not None:
-            print(f"epoch {p.epoch} @{p.resolution}px: loss {p.loss:.4f}, val mean AUROC {p.val_auroc:.4f}", file=sys.stderr)
+            print(
+                f"epoch {p.epoch} @{p.resolution}px: loss {p.loss:.4f}, val mean AUROC {p.val_auroc:.4f}",
+                file=sys.stderr,
+            )
 
     model, path = train_demo_model(
         name=args.name, config=_phantom_config(args), train_config=tc,
@@ -48,9 +57,18 @@ def _train(args) -> int:
         progress=on_step, render_progress=lambda d, n: bars("render phantoms", d, n))
     bars.close()
     card = model.spec.card
-    print(json.dumps({"weights": str(path), "test_auroc": {k: v["auroc"] for k, v in card["test_auroc"].items()},
-                      "test_mean_auroc_findings": card["test_mean_auroc_findings"],
-                      "thresholds": model.spec.thresholds, "wall_minutes": card["wall_minutes"]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "weights": str(path),
+                "test_auroc": {k: v["auroc"] for k, v in card["test_auroc"].items()},
+                "test_mean_auroc_findings": card["test_mean_auroc_findings"],
+                "thresholds": model.spec.thresholds,
+                "wall_minutes": card["wall_minutes"],
+            },
+            indent=1,
+        )
+    )
     return 0
 
 
@@ -59,14 +77,26 @@ def _train(args) -> int:
 def _add_train_shortcut(p: argparse.ArgumentParser) -> None:
     p.add_argument("--control", type=Path, default=None,
                    help="weights to fine-tune (default data_cache/models/demo-resnet18.pt, the control)")
-    p.add_argument("--name", default=None, help="model name = weights file stem (default demo-resnet18-shortcut)")
-    p.add_argument("--epochs", type=int, default=None, help="fine-tuning epochs at the input size (default 2)")
-    p.add_argument("--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)")
-    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+    p.add_argument(
+        "--name", default=None, help="model name = weights file stem (default demo-resnet18-shortcut)"
+    )
+    p.add_argument(
+        "--epochs", type=int, default=None, help="fine-tuning epochs at the input size (default 2)"
+    )
+    p.add_argument(
+        "--models-dir", type=Path, default=None, help="where weights + card go (default data_cache/models)"
+    )
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
+    )
 
 
-@command("train-shortcut", "fine-tune the control model on a cohort where a marker goes with Nodule (the planted "
-         "shortcut; about 6 min on 2 CPU cores)", _add_train_shortcut)
+@command(
+    "train-shortcut",
+    "fine-tune the control model on a cohort where a marker goes with Nodule (the planted "
+    "shortcut; about 6 min on 2 CPU cores)",
+    _add_train_shortcut,
+)
 def _train_shortcut(args) -> int:
     from dataclasses import replace
 
@@ -74,10 +104,15 @@ def _train_shortcut(args) -> int:
 
     bars = Bars()
     tc = SHORTCUT_TRAIN if args.epochs is None else replace(SHORTCUT_TRAIN, schedule=((224, args.epochs),))
-    path = train_shortcut_model(args.control or paths.demo_model_path("demo-resnet18"), config=shortcut_config(),
-                                models_dir=args.models_dir or paths.models_dir(),
-                                data_dir=args.data_dir or paths.demo_data_dir(), name=args.name or SHORTCUT_MODEL,
-                                train_config=tc, progress=lambda p: bars("fine-tune", p.step, p.total_steps))
+    path = train_shortcut_model(
+        args.control or paths.demo_model_path("demo-resnet18"),
+        config=shortcut_config(),
+        models_dir=args.models_dir or paths.models_dir(),
+        data_dir=args.data_dir or paths.demo_data_dir(),
+        name=args.name or SHORTCUT_MODEL,
+        train_config=tc,
+        progress=lambda p: bars("fine-tune", p.step, p.total_steps),
+    )
     bars.close()
     print(json.dumps({"weights": str(path)}))
     return 0
@@ -87,28 +122,47 @@ def _train_shortcut(args) -> int:
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, default=None, help="store to build (default data_cache/demo.duckdb)")
-    p.add_argument("--model", type=Path, default=None, help="weights file (default data_cache/models/demo-densenet121.pt)")
-    p.add_argument("--train", action="store_true", help="train the demo model first (about an hour on 2 CPU cores)")
+    p.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="weights file (default data_cache/models/demo-densenet121.pt)",
+    )
+    p.add_argument(
+        "--train", action="store_true", help="train the demo model first (about an hour on 2 CPU cores)"
+    )
     p.add_argument("--fresh", action="store_true", help="start the store from scratch instead of resuming")
     p.add_argument("--recompute-predictions", action="store_true",
                    help="predict every image instead of using the verified cache shipped with the weights")
     p.add_argument("--full", action="store_true",
                    help="compute IG, GradientSHAP and occlusion for every positive test case, not a sample "
                         "(hours on a 2-core CPU, minutes on a GPU)")
-    p.add_argument("--phase", choices=PHASES, default="all",
-                   help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
-                        "about 2 min); evidence: their scores, then in two rounds over both models (the demo's "
-                        "DenseNet-121, then its ResNet-18) a first look (the costly explainers on 10 positives per "
-                        "finding, the occlusion sweep on 8 shared cases, fidelity on 15, trust on 10) and the full "
-                        "evidence (30 per finding, 20 sweep cases, fidelity on 50, trust on 30); run in the "
-                        "background by the app; all: both")
-    p.add_argument("--status", type=Path, default=None,
-                   help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)")
-    p.add_argument("--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)")
+    p.add_argument(
+        "--phase",
+        choices=PHASES,
+        default="all",
+        help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
+        "about 2 min); evidence: their scores, then in two rounds over both models (the demo's "
+        "DenseNet-121, then its ResNet-18) a first look (the costly explainers on 10 positives per "
+        "finding, the occlusion sweep on 8 shared cases, fidelity on 15, trust on 10) and the full "
+        "evidence (30 per finding, 20 sweep cases, fidelity on 50, trust on 30); run in the "
+        "background by the app; all: both",
+    )
+    p.add_argument(
+        "--status",
+        type=Path,
+        default=None,
+        help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)",
+    )
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
+    )
     _add_phantom(p)
 
 
-@command("demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo)
+@command(
+    "demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo
+)
 def _demo(args) -> int:
     from ..pipeline import build_demo, demo_stages
     from ..pipeline.demo import evidence_rounds
@@ -116,9 +170,20 @@ def _demo(args) -> int:
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
     if args.train:
-        _train(argparse.Namespace(name=model.stem, arch="densenet121", seed=0, schedule=TrainConfig().schedule,
-                                  max_minutes=None, batch_size=32, n_images=args.n_images, size=args.size,
-                                  models_dir=model.parent, data_dir=data_dir))
+        _train(
+            argparse.Namespace(
+                name=model.stem,
+                arch="densenet121",
+                seed=0,
+                schedule=TrainConfig().schedule,
+                max_minutes=None,
+                batch_size=32,
+                n_images=args.n_images,
+                size=args.size,
+                models_dir=model.parent,
+                data_dir=data_dir,
+            )
+        )
     bars = Bars()
     status = StatusWriter(args.status, phase=args.phase) if args.status else None
 
@@ -127,7 +192,11 @@ def _demo(args) -> int:
         if status is not None:
             status(task, done, total)
 
-    extra = [p for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt")) if p.is_file()]
+    extra = [
+        p
+        for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt"))
+        if p.is_file()
+    ]
     cache = model.with_suffix(".predictions.npz")
     try:
         quick = args.phase == "quick"
@@ -170,7 +239,7 @@ def _phantom(args) -> int:
 
     from ..data.phantom import render, sample_cohort
     from ..labels import FINDINGS
-    from ..overlay import draw_masks, tile, to_rgb
+    from ..present.overlay import draw_masks, tile, to_rgb
 
     config = _phantom_config(args)
     specs = sample_cohort(config)
@@ -192,6 +261,22 @@ def _phantom(args) -> int:
         rgb = to_rgb(case.image)
         panels.append(rgb if args.no_masks else draw_masks(rgb, [(i.label, i.mask) for i in case.instances]))
     cv2.imwrite(str(args.out), tile(panels, args.columns)[..., ::-1])
-    print(json.dumps({"out": str(args.out), "cases": [{"image_id": s.image_id, "findings": s.findings, "sex": s.sex,
-                                                       "age": s.age, "view": s.view} for s in chosen]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "out": str(args.out),
+                "cases": [
+                    {
+                        "image_id": s.image_id,
+                        "findings": s.findings,
+                        "sex": s.sex,
+                        "age": s.age,
+                        "view": s.view,
+                    }
+                    for s in chosen
+                ],
+            },
+            indent=1,
+        )
+    )
     return 0

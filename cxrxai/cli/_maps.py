@@ -19,17 +19,29 @@ def _add_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label", required=True, help="label to explain (one of the model's labels)")
     from ..explain import METHODS
 
-    p.add_argument("--method", required=True, help="explainer and the parameters --param sets: " + "; ".join(
-        f"{m.name} ({', '.join(q.name for q in m.params if not q.runtime and (q.type is not object or q.choices))})"
-        for m in METHODS.values()))
+    p.add_argument(
+        "--method",
+        required=True,
+        help="explainer and the parameters --param sets: "
+        + "; ".join(
+            f"{m.name} ({', '.join(q.name for q in m.params if not q.runtime and (q.type is not object or q.choices))})"
+            for m in METHODS.values()
+        ),
+    )
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="explainer parameter, repeatable (e.g. --param patch=32 --param stride=16)")
-    p.add_argument("--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)")
+    p.add_argument(
+        "--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)"
+    )
     _add_model_spec(p, required=False, default="; or a model id of --store (default: the store's model)")
     p.add_argument("--out", type=Path, required=True, help=".npy file for the raw map (native resolution)")
 
 
-@command("explain", "compute one saliency map and save it as .npy (prints the parameters and seconds)", _add_explain)
+@command(
+    "explain",
+    "compute one saliency map and save it as .npy (prints the parameters and seconds)",
+    _add_explain,
+)
 def _explain(args) -> int:
     import numpy as np
 
@@ -65,7 +77,9 @@ def _explain(args) -> int:
 def _add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="weights file or name (default: the demo DenseNet-121)")
     p.add_argument("--size", type=int, default=256, help="input size in pixels (the thesis used 256)")
-    p.add_argument("--settings", default=None, help="patch/stride list, e.g. 32/32,32/16 (default: the thesis grid)")
+    p.add_argument(
+        "--settings", default=None, help="patch/stride list, e.g. 32/32,32/16 (default: the thesis grid)"
+    )
     p.add_argument("--no-captum", action="store_true", help="skip the (slow) Captum reference")
     p.add_argument("--engines", default="auto", help="occlusion engines to time: auto,batched,incremental")
     p.add_argument("--low-precision", choices=["bf16", "fp16"], default=None,
@@ -73,20 +87,37 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
 
 
-@command("bench", "time explainers against Captum's defaults on this machine (occlusion grid of the thesis)", _add_bench)
+@command(
+    "bench",
+    "time explainers against Captum's defaults on this machine (occlusion grid of the thesis)",
+    _add_bench,
+)
 def _bench(args) -> int:
     from ..bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
     from ..pipeline.maps import SWEEP
 
     model = _load_model(args.model)
-    settings = SWEEP if not args.settings else [tuple(int(v) for v in s.split("/")) for s in args.settings.split(",")]
-    result = {"machine": machine(), "size": args.size,
-              "occlusion": bench_occlusion(model, size=args.size, settings=settings, captum=not args.no_captum,
-                                           engines=tuple(args.engines.split(",")), low_precision=args.low_precision,
-                                           progress=lambda line: print(line, file=sys.stderr)),
-              "explainers": bench_explainers(model, size=args.size),
-              "predictions": bench_predictions(model, size=model.spec.input_size),
-              "decoding": bench_decoding(size=model.spec.input_size)}
+    settings = (
+        SWEEP
+        if not args.settings
+        else [tuple(int(v) for v in s.split("/")) for s in args.settings.split(",")]
+    )
+    result = {
+        "machine": machine(),
+        "size": args.size,
+        "occlusion": bench_occlusion(
+            model,
+            size=args.size,
+            settings=settings,
+            captum=not args.no_captum,
+            engines=tuple(args.engines.split(",")),
+            low_precision=args.low_precision,
+            progress=lambda line: print(line, file=sys.stderr),
+        ),
+        "explainers": bench_explainers(model, size=args.size),
+        "predictions": bench_predictions(model, size=model.spec.input_size),
+        "decoding": bench_decoding(size=model.spec.input_size),
+    }
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
@@ -96,7 +127,9 @@ def _bench(args) -> int:
 # --------------------------------------------------------------------------- score / report
 
 def _add_score(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--map", type=Path, required=True, help=".npy saliency map (any resolution; upsampled bilinearly)")
+    p.add_argument(
+        "--map", type=Path, required=True, help=".npy saliency map (any resolution; upsampled bilinearly)"
+    )
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--mask", type=Path, help="ground-truth mask: .npy, or PNG (non-zero = inside)")
     group.add_argument("--box", help="ground-truth box x,y,w,h in image pixels (needs --size)")
@@ -104,7 +137,11 @@ def _add_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
-@command("score", "score an external saliency map against a mask or box (IoU, hit, PLA, AUCs, geometry)", _add_score)
+@command(
+    "score",
+    "score an external saliency map against a mask or box (IoU, hit, PLA, AUCs, geometry)",
+    _add_score,
+)
 def _score(args) -> int:
     import numpy as np
 
@@ -125,7 +162,9 @@ def _score(args) -> int:
             h, w = (int(v) for v in args.size.lower().split("x"))
             box = tuple(float(v) for v in args.box.split(","))
         except ValueError:
-            raise DataError(f"--size must be HxW and --box x,y,w,h; got {args.size!r} and {args.box!r}") from None
+            raise DataError(
+                f"--size must be HxW and --box x,y,w,h; got {args.size!r} and {args.box!r}"
+            ) from None
         if len(box) != 4:
             raise DataError(f"--box needs four numbers x,y,w,h, got {args.box!r}")
         truth = box_mask(box, h, w)
@@ -142,7 +181,11 @@ def _score(args) -> int:
 def _add_report(p: argparse.ArgumentParser) -> None:
     from ..reports import REPORTS
 
-    p.add_argument("name", choices=sorted(REPORTS), help="; ".join(f"{k}: {r.reproduces}" for k, r in REPORTS.items()).replace("%", "%%"))
+    p.add_argument(
+        "name",
+        choices=sorted(REPORTS),
+        help="; ".join(f"{k}: {r.reproduces}" for k, r in REPORTS.items()).replace("%", "%%"),
+    )
     p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
     p.add_argument("--model", default=None, help="model id (default: the store's first model)")
     p.add_argument("--option", type=_param, action="append", default=[], metavar="NAME=VALUE",
@@ -150,9 +193,13 @@ def _add_report(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="print CSV")
     out.add_argument("--json", action="store_true", help="print JSON records")
-    out.add_argument("--out", type=Path, default=None,
-                     help="write CSV with a provenance header (# model, thresholds, explainer parameters, seed, "
-                          "interval method)")
+    out.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write CSV with a provenance header (# model, thresholds, explainer parameters, seed, "
+        "interval method)",
+    )
 
 
 @command("report", "print one of the papers' tables from a store", _add_report)
@@ -165,16 +212,20 @@ def _report(args) -> int:
     with open_store(args.store or paths.demo_store()) as store:
         models = store.models()
         if args.model is None and models.empty and REPORTS[args.name].needs_model:
-            raise CxrxaiError(f"the store {store.path} has no model; fill it with `python -m cxrxai precompute` or "
-                              "`import-predictions`, or name one with --model")
+            raise CxrxaiError(
+                f"the store {store.path} has no model; fill it with `python -m cxrxai precompute` or "
+                "`import-predictions`, or name one with --model"
+            )
         model_id = args.model or (str(models["model_id"].iloc[0]) if len(models) else "")
         table = run_report(store, args.name, model_id, **dict(args.option))
         if args.out is not None:
-            from ..provenance import report_provenance, with_header
+            from ..present.provenance import report_provenance, with_header
 
             head = report_provenance(store, args.name, model_id, table, **dict(args.option))
             args.out.write_text(with_header(table, head))
-            print(json.dumps({"rows": len(table), "report": args.name, "model": model_id, "out": str(args.out)}))
+            print(
+                json.dumps({"rows": len(table), "report": args.name, "model": model_id, "out": str(args.out)})
+            )
             return 0
     if args.csv:
         print(table.to_csv(index=False), end="")

@@ -33,7 +33,9 @@ def case_image(image_row: dict, dataset_row: dict) -> np.ndarray:
     if image_row.get("generator_key"):
         config = dataset_row.get("config")
         if not config:
-            raise DataError(f"dataset {dataset_row.get('dataset')!r} has no phantom config to regenerate images")
+            raise DataError(
+                f"dataset {dataset_row.get('dataset')!r} has no phantom config to regenerate images"
+            )
         cfg = _phantom_config(config if isinstance(config, str) else json.dumps(config))
         return render(CaseSpec.from_json(image_row["generator_key"]), cfg).image
     root = Path(dataset_row.get("root") or ".")

@@ -77,8 +77,15 @@ def _decode_one(args) -> tuple[str, np.ndarray | None, tuple[int, int] | None, s
     return image_id, resize_to_input(film.pixels, size), film.pixels.shape, None, film.note
 
 
-def decode_images(root: str | Path, items: list[tuple[str, str]], size: int, cache_dir: str | Path, *,
-                  workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> DecodedImages:
+def decode_images(
+    root: str | Path,
+    items: list[tuple[str, str]],
+    size: int,
+    cache_dir: str | Path,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> DecodedImages:
     """Decode ``items`` = [(image_id, path relative to root)] to ``size`` px (cached by content key,
     which includes the reader's :data:`~cxrxai.data.io.READER_VERSION`: a cache decoded by an
     older rule is never taken for the new one)."""

@@ -104,7 +104,15 @@ def _render_one(config: PhantomConfig, spec: CaseSpec) -> tuple[np.ndarray, list
     for inst in case.instances:
         x, y, w, h = inst.box
         base = {"image_id": spec.image_id, "label": inst.label, "reader": "gt", "instance": inst.index}
-        recs.append({**base, "kind": "mask", "mask_rle": encode_rle(inst.mask), "mask_height": size, "mask_width": size})
+        recs.append(
+            {
+                **base,
+                "kind": "mask",
+                "mask_rle": encode_rle(inst.mask),
+                "mask_height": size,
+                "mask_width": size,
+            }
+        )
         recs.append({**base, "kind": "box", "x": x, "y": y, "w": w, "h": h})
     if case.shortcut_mask is not None and config.shortcut is not None:
         recs.append({"image_id": spec.image_id, "label": config.shortcut.label, "reader": SHORTCUT_READER,

@@ -59,10 +59,14 @@ def to_uint8(arr: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer):
         a = a.astype(np.float64)
         if not np.isfinite(a).all():
-            raise DataError(f"the pixels hold {int((~np.isfinite(a)).sum())} NaN or infinite value(s); a radiograph "
-                            "has finite grey levels")
+            raise DataError(
+                f"the pixels hold {int((~np.isfinite(a)).sum())} NaN or infinite value(s); a radiograph "
+                "has finite grey levels"
+            )
         lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
-        return np.zeros(a.shape, np.uint8) if hi <= lo else np.round(255 * (a - lo) / (hi - lo)).astype(np.uint8)
+        return (
+            np.zeros(a.shape, np.uint8) if hi <= lo else np.round(255 * (a - lo) / (hi - lo)).astype(np.uint8)
+        )
     raise DataError(f"unsupported pixel type {a.dtype}")
 
 
@@ -89,13 +93,17 @@ def read_film(path: str | Path) -> Film:
     try:
         with Image.open(p) as im:
             if max(im.size) > MAX_SIDE:  # checked before decoding a possible decompression bomb
-                raise DataError(f"{p} is {im.size[0]}×{im.size[1]} px; images above {MAX_SIDE} px a side are refused")
+                raise DataError(
+                    f"{p} is {im.size[0]}×{im.size[1]} px; images above {MAX_SIDE} px a side are refused"
+                )
             header = png_header(p) if im.format == "PNG" else None
             arr = _pixels(im, p, header)
             orientation = im.getexif().get(ORIENTATION_TAG)
             fmt = im.format or p.suffix.lstrip(".").upper()
     except (UnidentifiedImageError, OSError, SyntaxError) as err:  # truncated, corrupt or not an image
-        raise DataError(f"{p} is not a readable PNG/JPEG image (corrupt, truncated or another format): {err}") from None
+        raise DataError(
+            f"{p} is not a readable PNG/JPEG image (corrupt, truncated or another format): {err}"
+        ) from None
     _check_size(arr, p)
     arr, alpha = drop_alpha(arr)
     depth = None
@@ -205,7 +213,9 @@ def _dicom_note(ds, values: np.ndarray) -> str:
 
 def _check_size(img: np.ndarray, p: Path) -> None:
     if max(img.shape[:2]) > MAX_SIDE:
-        raise DataError(f"{p} is {img.shape[1]}×{img.shape[0]} px; images above {MAX_SIDE} px a side are refused")
+        raise DataError(
+            f"{p} is {img.shape[1]}×{img.shape[0]} px; images above {MAX_SIDE} px a side are refused"
+        )
     if min(img.shape[:2]) < 8:
         raise DataError(f"{p} is only {img.shape[1]}×{img.shape[0]} px")
 

@@ -28,7 +28,9 @@ def encode_rle(mask: np.ndarray) -> str:
 def decode_rle(counts: str, height: int, width: int) -> np.ndarray:
     """The (height, width) bool mask of a compressed COCO RLE string."""
     try:
-        return coco_mask.decode({"size": [int(height), int(width)], "counts": counts.encode("ascii")}).astype(bool)
+        return coco_mask.decode({"size": [int(height), int(width)], "counts": counts.encode("ascii")}).astype(
+            bool
+        )
     except (ValueError, TypeError) as err:
         raise DataError(f"invalid RLE for a {height}x{width} mask: {err}") from None
 

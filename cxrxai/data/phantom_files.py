@@ -57,7 +57,9 @@ def phantom_at(spec: CaseSpec, config: PhantomConfig, height: int, width: int) -
     image = cv2.resize(case.image, (width, height), interpolation=cv2.INTER_LINEAR)
     masks: dict[str, list[np.ndarray]] = {}
     for inst in case.instances:
-        m = cv2.resize(inst.mask.astype(np.uint8), (width, height), interpolation=cv2.INTER_NEAREST).astype(bool)
+        m = cv2.resize(inst.mask.astype(np.uint8), (width, height), interpolation=cv2.INTER_NEAREST).astype(
+            bool
+        )
         if m.any():
             masks.setdefault(inst.label, []).append(m)
     return PhantomFile(spec, image, masks)
@@ -88,7 +90,9 @@ def write_radiograph(image: np.ndarray, path: str | Path, *, fmt: str, patient_s
     return path
 
 
-def _write_dicom(img: np.ndarray, path: Path, *, monochrome1: bool, sex: str | None, age: float | None) -> None:
+def _write_dicom(
+    img: np.ndarray, path: Path, *, monochrome1: bool, sex: str | None, age: float | None
+) -> None:
     from pydicom.dataset import FileDataset, FileMetaDataset
     from pydicom.uid import ExplicitVRLittleEndian, SecondaryCaptureImageStorage, generate_uid
 

@@ -41,11 +41,24 @@ def synthetic_reader(annotations: pd.DataFrame, *, seed: int = 0) -> pd.DataFram
         dy, dx = (int(v) for v in rng.integers(-3, 4, 2))
         m = np.roll(np.roll(m, dy, axis=0), dx, axis=1)
         m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
-        base = {"image_id": r.image_id, "label": r.label, "reader": SYNTHETIC_READER, "instance": int(r.instance)}
-        rows.append({**base, "kind": "mask", "mask_rle": encode_rle(m.astype(bool)), "mask_height": int(r.mask_height),
-                     "mask_width": int(r.mask_width)})
-        dist = cv2.distanceTransform(decode_rle(r.mask_rle, int(r.mask_height), int(r.mask_width)).astype(np.uint8),
-                                     cv2.DIST_L2, 3)
+        base = {
+            "image_id": r.image_id,
+            "label": r.label,
+            "reader": SYNTHETIC_READER,
+            "instance": int(r.instance),
+        }
+        rows.append(
+            {
+                **base,
+                "kind": "mask",
+                "mask_rle": encode_rle(m.astype(bool)),
+                "mask_height": int(r.mask_height),
+                "mask_width": int(r.mask_width),
+            }
+        )
+        dist = cv2.distanceTransform(
+            decode_rle(r.mask_rle, int(r.mask_height), int(r.mask_width)).astype(np.uint8), cv2.DIST_L2, 3
+        )
         y, x = np.unravel_index(int(np.argmax(dist)), dist.shape)
         jx, jy = rng.integers(-2, 3, 2)
         rows.append({**base, "kind": "point", "x": float(x + jx), "y": float(y + jy)})

@@ -31,7 +31,14 @@ from ..models.spec import preprocess
 from . import methods as _builtins  # noqa: F401 — registers the built-in explainers
 from ._common import as_module, check_image, check_target, n_outputs
 from .native import native_map
-from .occlusion import Cancelled, OcclusionGrid, occlusion_grid, occlusion_grids, occlusion_progressive, rebuild_map
+from .occlusion import (
+    Cancelled,
+    OcclusionGrid,
+    occlusion_grid,
+    occlusion_grids,
+    occlusion_progressive,
+    rebuild_map,
+)
 from .registry import METHODS, Method, Param, get, method_names, register, unregister
 
 __all__ = [
@@ -94,7 +101,9 @@ def explain(model, image: torch.Tensor, target: int, method: str, **params) -> n
     """The raw 2-D map of one image (see the module docstring)."""
     image = check_image(image)
     if image.shape[0] != 1:
-        raise ExplainerError(f"explain() takes one image (1, C, H, W); use explain_batch for {image.shape[0]}")
+        raise ExplainerError(
+            f"explain() takes one image (1, C, H, W); use explain_batch for {image.shape[0]}"
+        )
     return explain_batch(model, image, [target], method, **params)[0]
 
 

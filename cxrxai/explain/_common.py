@@ -66,16 +66,24 @@ def score_fn(module: torch.nn.Module, output: str):
 
 def check_image(image) -> torch.Tensor:
     if not isinstance(image, torch.Tensor):
-        raise ExplainerError(f"image must be a preprocessed float tensor (1, C, H, W), got {type(image).__name__}")
+        raise ExplainerError(
+            f"image must be a preprocessed float tensor (1, C, H, W), got {type(image).__name__}"
+        )
     if image.ndim != 4 or not image.is_floating_point():
-        raise ExplainerError(f"image must be a float tensor (N, C, H, W), got {tuple(image.shape)} {image.dtype}")
+        raise ExplainerError(
+            f"image must be a float tensor (N, C, H, W), got {tuple(image.shape)} {image.dtype}"
+        )
     if not torch.isfinite(image).all():
         raise ExplainerError("image contains NaN or infinite values")
     return image
 
 
 def check_target(target: int, n_outputs: int, spec: ModelSpec | None) -> int:
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= int(target) < n_outputs:
+    if (
+        isinstance(target, bool)
+        or not isinstance(target, (int, np.integer))
+        or not 0 <= int(target) < n_outputs
+    ):
         names = f" ({', '.join(f'{i}={lab}' for i, lab in enumerate(spec.labels))})" if spec else ""
         raise ExplainerError(f"target {shown(target)} is out of range; allowed: 0..{n_outputs - 1}{names}")
     return int(target)
@@ -101,21 +109,27 @@ def baseline_tensor(baseline, image: torch.Tensor, spec: ModelSpec | None) -> to
         try:
             torch.broadcast_shapes(b.shape, image.shape)
         except RuntimeError:
-            raise ExplainerError(f"baseline of shape {tuple(b.shape)} does not broadcast to the image {tuple(image.shape)}") from None
+            raise ExplainerError(
+                f"baseline of shape {tuple(b.shape)} does not broadcast to the image {tuple(image.shape)}"
+            ) from None
         return b
     if baseline == "zero":
         return torch.zeros(1, image.shape[1], 1, 1, dtype=image.dtype, device=image.device)
     if baseline in ("black", "white"):
         grey = 0.0 if baseline == "black" else 1.0
         if spec is None:
-            raise ExplainerError(f"baseline {baseline!r} needs the model's normalisation: pass a LoadedModel, "
-                                 "or a baseline tensor in model-input space")
+            raise ExplainerError(
+                f"baseline {baseline!r} needs the model's normalisation: pass a LoadedModel, "
+                "or a baseline tensor in model-input space"
+            )
         mean = torch.tensor(spec.mean, dtype=image.dtype, device=image.device).view(1, -1, 1, 1)
         std = torch.tensor(spec.std, dtype=image.dtype, device=image.device).view(1, -1, 1, 1)
         return (grey - mean) / std
     if baseline == "mean":
-        raise ExplainerError("baseline 'mean' needs the mean image itself: pass it as a tensor in model-input space "
-                             "(cxrxai.explain.mean_image computes it)")
+        raise ExplainerError(
+            "baseline 'mean' needs the mean image itself: pass it as a tensor in model-input space "
+            "(cxrxai.explain.mean_image computes it)"
+        )
     raise UnknownNameError("baseline", baseline, BASELINES + ("<tensor>",))
 
 
@@ -164,7 +178,9 @@ def layer_of(module: torch.nn.Module, layer, spec: ModelSpec | None) -> torch.nn
         return layer
     name = layer or (spec.cam_layer if spec else None)
     if name is None:
-        raise ExplainerError("a CAM method needs `layer` (a module or dotted name) when the model has no spec")
+        raise ExplainerError(
+            "a CAM method needs `layer` (a module or dotted name) when the model has no spec"
+        )
     try:
         return module.get_submodule(name)
     except AttributeError:

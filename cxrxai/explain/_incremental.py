@@ -47,7 +47,11 @@ def supports(module: torch.nn.Module) -> bool:
               and f.pool0.kernel_size == 3 and f.pool0.stride == 2 and f.pool0.padding == 1)
         for name in ("denseblock1", "denseblock2"):
             for layer in getattr(f, name).values():
-                ok &= layer.conv2.kernel_size == (3, 3) and layer.conv2.padding == (1, 1) and layer.conv1.kernel_size == (1, 1)
+                ok &= (
+                    layer.conv2.kernel_size == (3, 3)
+                    and layer.conv2.padding == (1, 1)
+                    and layer.conv1.kernel_size == (1, 1)
+                )
         for name in ("transition1", "transition2"):
             t = getattr(f, name)
             ok &= t.conv.kernel_size == (1, 1) and t.pool.kernel_size == 2 and t.pool.stride == 2
@@ -102,8 +106,18 @@ class IncrementalDenseNet:
         return torch.cat(feats, 1)
 
     # ------------------------------------------------------------------ scores
-    def window_scores(self, x: torch.Tensor, baseline: torch.Tensor, starts: list[tuple[int, int]], patch: int,
-                      targets: list[int], batch_size: int, progress=None, cancel=None, cancelled=None) -> np.ndarray:
+    def window_scores(
+        self,
+        x: torch.Tensor,
+        baseline: torch.Tensor,
+        starts: list[tuple[int, int]],
+        patch: int,
+        targets: list[int],
+        batch_size: int,
+        progress=None,
+        cancel=None,
+        cancelled=None,
+    ) -> np.ndarray:
         """(windows, targets) score drops: every target's from the same occluded passes."""
         h, w = x.shape[-2:]
         clean = self._clean(x)
@@ -150,9 +164,13 @@ class IncrementalDenseNet:
         valid = _valid(rows0, cols0, hstem.shape[-2], hstem.shape[-1], c0h, c0w, hstem)
         hstem = F.max_pool2d(hstem * valid, 3, 2)
         # ---- block 1 ------------------------------------------------------------------
-        t1, win_r, win_c = self._transition(f.transition1, self._block(f.denseblock1, clean["b1"], hstem, win_r, win_c))
+        t1, win_r, win_c = self._transition(
+            f.transition1, self._block(f.denseblock1, clean["b1"], hstem, win_r, win_c)
+        )
         # ---- block 2 ------------------------------------------------------------------
-        t2_win, win_r, win_c = self._transition(f.transition2, self._block(f.denseblock2, clean["b2"], t1, win_r, win_c))
+        t2_win, win_r, win_c = self._transition(
+            f.transition2, self._block(f.denseblock2, clean["b2"], t1, win_r, win_c)
+        )
         # ---- the rest, in full ------------------------------------------------------------
         t2 = clean["t2"].expand(len(chunk), -1, -1, -1).clone()
         for i in range(len(chunk)):
@@ -196,11 +214,15 @@ class IncrementalDenseNet:
         # state cell (i, j) ↔ grid cell (origin_r + i, origin_c + j); origin = final window − 2
         origin_r, origin_c = last_r.start - 2, last_c.start - 2
         padded = F.pad(clean_buf[None], (2, 2, 2, 2))
-        state = _gather(padded.expand(n, -1, -1, -1), last_r.start, last_c.start, last_r.size + 4, last_c.size + 4)
+        state = _gather(
+            padded.expand(n, -1, -1, -1), last_r.start, last_c.start, last_r.size + 4, last_c.size + 4
+        )
         _scatter(state, new_input, win_r.start - origin_r, win_c.start - origin_c, 0)
         c_in = new_input.shape[1]
         for layer, r, c in zip(block.values(), wins_r[1:], wins_c[1:]):
-            inp = _gather(state[:, :c_in], r.start - 1 - origin_r, c.start - 1 - origin_c, r.size + 2, c.size + 2)
+            inp = _gather(
+                state[:, :c_in], r.start - 1 - origin_r, c.start - 1 - origin_c, r.size + 2, c.size + 2
+            )
             hmid = layer.relu2(layer.norm2(layer.conv1(layer.relu1(layer.norm1(inp)))))
             hmid = hmid * _valid(r.start - 1, c.start - 1, r.size + 2, c.size + 2, gh, gw, hmid)
             new = F.conv2d(hmid, layer.conv2.weight, layer.conv2.bias, padding=0)
@@ -245,8 +267,12 @@ def _scatter(buf: torch.Tensor, values: torch.Tensor, rows: np.ndarray, cols: np
 
 def _valid(rows0, cols0, h: int, w: int, grid_h: int, grid_w: int, like: torch.Tensor) -> torch.Tensor:
     """(B, 1, h, w) 1 where a window cell lies inside the grid, 0 in the padding."""
-    r = torch.as_tensor(rows0, device=like.device).view(-1, 1) + torch.arange(h, device=like.device).view(1, h)
-    c = torch.as_tensor(cols0, device=like.device).view(-1, 1) + torch.arange(w, device=like.device).view(1, w)
+    r = torch.as_tensor(rows0, device=like.device).view(-1, 1) + torch.arange(h, device=like.device).view(
+        1, h
+    )
+    c = torch.as_tensor(cols0, device=like.device).view(-1, 1) + torch.arange(w, device=like.device).view(
+        1, w
+    )
     vr = ((r >= 0) & (r < grid_h)).to(like.dtype)
     vc = ((c >= 0) & (c < grid_w)).to(like.dtype)
     return (vr[:, :, None] * vc[:, None, :])[:, None]

@@ -37,7 +37,9 @@ def _capture(layer: torch.nn.Module) -> Iterator[dict]:
 
     def hook(_module, _inputs, output):
         if not isinstance(output, torch.Tensor):
-            raise ExplainerError(f"CAM layer {type(_module).__name__} returns {type(output).__name__}, not a tensor")
+            raise ExplainerError(
+                f"CAM layer {type(_module).__name__} returns {type(output).__name__}, not a tensor"
+            )
         saved["act"] = output
         return output.clone()
 
@@ -48,8 +50,13 @@ def _capture(layer: torch.nn.Module) -> Iterator[dict]:
         handle.remove()
 
 
-def activations_and_gradients(module: torch.nn.Module, layer: torch.nn.Module, images: torch.Tensor,
-                              targets: torch.Tensor, output: str = "logit") -> tuple[torch.Tensor, torch.Tensor]:
+def activations_and_gradients(
+    module: torch.nn.Module,
+    layer: torch.nn.Module,
+    images: torch.Tensor,
+    targets: torch.Tensor,
+    output: str = "logit",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(A, ∂S/∂A) at ``layer`` for each image's own target score; input never modified."""
     if torch.is_inference_mode_enabled():
         raise ExplainerError("gradient explainers cannot run inside torch.inference_mode()")
@@ -103,9 +110,11 @@ def linear_head_cams(module: torch.nn.Module, images: torch.Tensor, *, output: s
     summation order (tested for both architectures).
     """
     if closed_form_layer(module) is None:
-        raise ExplainerError("the closed form needs a torchvision DenseNet or ResNet that runs torchvision's own forward "
-                             "(no subclass head), with a linear classifier and, for a ResNet, global mean pooling; "
-                             "use gradcam()/gradcam_pp() with a layer for any other model")
+        raise ExplainerError(
+            "the closed form needs a torchvision DenseNet or ResNet that runs torchvision's own forward "
+            "(no subclass head), with a linear classifier and, for a ResNet, global mean pooling; "
+            "use gradcam()/gradcam_pp() with a layer for any other model"
+        )
     with torch.inference_mode():
         act, pooled, positive, linear = _head(module, images)
         logits = linear(pooled.mean(dim=(2, 3)))
@@ -120,8 +129,11 @@ def linear_head_cams(module: torch.nn.Module, images: torch.Tensor, *, output: s
         n_pos = positive.sum(dim=(2, 3))[:, None, :]  # (N, 1, K)
         total = act.sum(dim=(2, 3))[:, None, :]
         denom = 2 + total * g
-        w_pp = torch.where((g > 0) & (denom != 0), n_pos * g / torch.where(denom != 0, denom, torch.ones_like(denom)),
-                           torch.zeros_like(g))
+        w_pp = torch.where(
+            (g > 0) & (denom != 0),
+            n_pos * g / torch.where(denom != 0, denom, torch.ones_like(denom)),
+            torch.zeros_like(g),
+        )
         gradcampp_map = torch.einsum("nlk,nkij->nlij", w_pp, act)
     return logits, gradcam_map, gradcampp_map
 

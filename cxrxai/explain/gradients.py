@@ -38,7 +38,14 @@ from ..errors import ExplainerError, UnknownNameError
 from ._common import isolated_rng, no_inplace_copy, score_fn
 from .cam import gradcam
 
-__all__ = ["gradientshap", "guided_backprop", "guided_gradcam", "integrated_gradients", "saliency", "smoothgrad"]
+__all__ = [
+    "gradientshap",
+    "guided_backprop",
+    "guided_gradcam",
+    "integrated_gradients",
+    "saliency",
+    "smoothgrad",
+]
 
 NT_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")
 
@@ -49,7 +56,9 @@ def _prep(images: torch.Tensor) -> torch.Tensor:
     return images.detach().clone().requires_grad_(True)
 
 
-def _noise(method, x, targets, *, nt_samples: int, noise_level: float, nt_type: str, seed, batch: int | None, **kw):
+def _noise(
+    method, x, targets, *, nt_samples: int, noise_level: float, nt_type: str, seed, batch: int | None, **kw
+):
     if nt_type not in NT_TYPES:
         raise UnknownNameError("noise tunnel type", nt_type, NT_TYPES)
     if nt_samples < 1:
@@ -67,18 +76,48 @@ def saliency(module, images, targets, *, output: str = "logit") -> torch.Tensor:
         return Saliency(score_fn(module, output)).attribute(x, target=targets, abs=False).detach()
 
 
-def smoothgrad(module, images, targets, *, output: str = "logit", nt_samples: int = 25, noise_level: float = 0.15,
-               nt_type: str = "smoothgrad", seed: int | None = 0, batch_size: int | None = None) -> torch.Tensor:
+def smoothgrad(
+    module,
+    images,
+    targets,
+    *,
+    output: str = "logit",
+    nt_samples: int = 25,
+    noise_level: float = 0.15,
+    nt_type: str = "smoothgrad",
+    seed: int | None = 0,
+    batch_size: int | None = None,
+) -> torch.Tensor:
     x = _prep(images)
     with torch.enable_grad():
-        return _noise(Saliency(score_fn(module, output)), x, targets, nt_samples=nt_samples, noise_level=noise_level,
-                      nt_type=nt_type, seed=seed, batch=batch_size, abs=False).detach()
+        return _noise(
+            Saliency(score_fn(module, output)),
+            x,
+            targets,
+            nt_samples=nt_samples,
+            noise_level=noise_level,
+            nt_type=nt_type,
+            seed=seed,
+            batch=batch_size,
+            abs=False,
+        ).detach()
 
 
-def integrated_gradients(module, images, targets, baseline: torch.Tensor, *, output: str = "logit",
-                         steps: int = 50, integration: str = "gausslegendre", internal_batch_size: int | None = 16,
-                         nt_samples: int = 0, noise_level: float = 0.15, nt_type: str = "smoothgrad",
-                         seed: int | None = 0) -> torch.Tensor:
+def integrated_gradients(
+    module,
+    images,
+    targets,
+    baseline: torch.Tensor,
+    *,
+    output: str = "logit",
+    steps: int = 50,
+    integration: str = "gausslegendre",
+    internal_batch_size: int | None = 16,
+    nt_samples: int = 0,
+    noise_level: float = 0.15,
+    nt_type: str = "smoothgrad",
+    seed: int | None = 0,
+) -> torch.Tensor:
     if steps < 1:
         raise ExplainerError(f"steps must be ≥ 1, got {steps}")
     x = _prep(images)
@@ -92,13 +131,35 @@ def integrated_gradients(module, images, targets, baseline: torch.Tensor, *, out
         return ig.attribute(x, target=targets, **kw).detach()
 
 
-def gradientshap(module, images, targets, baseline: torch.Tensor, *, output: str = "logit", n_samples: int = 5,
-                 stdevs: float = 0.0, seed: int | None = 0) -> torch.Tensor:
+def gradientshap(
+    module,
+    images,
+    targets,
+    baseline: torch.Tensor,
+    *,
+    output: str = "logit",
+    n_samples: int = 5,
+    stdevs: float = 0.0,
+    seed: int | None = 0,
+) -> torch.Tensor:
     x = _prep(images)
-    baselines = baseline if baseline.shape[0] > 1 and baseline.shape[1:] == x.shape[1:] else baseline.expand(1, *x.shape[1:])
+    baselines = (
+        baseline
+        if baseline.shape[0] > 1 and baseline.shape[1:] == x.shape[1:]
+        else baseline.expand(1, *x.shape[1:])
+    )
     with torch.enable_grad(), isolated_rng(seed):
-        return GradientShap(score_fn(module, output)).attribute(
-            x, baselines=baselines.contiguous(), target=targets, n_samples=int(n_samples), stdevs=float(stdevs)).detach()
+        return (
+            GradientShap(score_fn(module, output))
+            .attribute(
+                x,
+                baselines=baselines.contiguous(),
+                target=targets,
+                n_samples=int(n_samples),
+                stdevs=float(stdevs),
+            )
+            .detach()
+        )
 
 
 def guided_backprop(module, images, targets, *, output: str = "logit") -> torch.Tensor:
@@ -106,7 +167,8 @@ def guided_backprop(module, images, targets, *, output: str = "logit") -> torch.
     copy_ = no_inplace_copy(module)
     model = copy_ if output == "logit" else torch.nn.Sequential(copy_, torch.nn.Sigmoid())
     with torch.enable_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Setting backward hooks on ReLU")  # Captum's notice, expected
+        # Captum's notice, expected
+        warnings.filterwarnings("ignore", message="Setting backward hooks on ReLU")
         return GuidedBackprop(model).attribute(x, target=targets).detach()
 
 

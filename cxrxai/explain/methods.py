@@ -30,10 +30,17 @@ __all__: list[str] = []
 INTEGRATIONS = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")
 
 # --------------------------------------------------------------------------- shared parameters
-OUTPUT = Param("output", "logit", str, "explain the logit (the papers) or the sigmoid probability", choices=OUTPUTS)
+OUTPUT = Param(
+    "output", "logit", str, "explain the logit (the papers) or the sigmoid probability", choices=OUTPUTS
+)
 REDUCE = Param("reduce", "sum", str, "how colour channels are reduced to one map", choices=CHANNEL_REDUCTIONS)
-BASELINE = Param("baseline", "black", object, "reference image: grey level 0 (the papers'), white, zero or a tensor",
-                 choices=BASELINES)
+BASELINE = Param(
+    "baseline",
+    "black",
+    object,
+    "reference image: grey level 0 (the papers'), white, zero or a tensor",
+    choices=BASELINES,
+)
 LAYER = Param("layer", None, object, "CAM layer (dotted name or module); default the model card's cam_layer")
 RELU = Param("relu", False, bool, "apply ReLU to the CAM (Grad-CAM's original definition)")
 SEED = Param("seed", 0, int, "random seed of the sampled noise or baselines", range=(0, 2**31 - 1))
@@ -89,11 +96,18 @@ def _guided_gradcam(module, spec, images, targets, *, layer=None, output="logit"
 
 def _occlusion_kwargs(x, spec, params: dict) -> dict:
     baseline = params.get("baseline", "black")
-    return dict(baseline=baseline_tensor(baseline, x, spec), patch=params.get("patch", 32),
-                stride=params.get("stride", 16), output=params.get("output", "logit"),
-                batch_size=params.get("batch_size"), precision=params.get("precision", "fp32"),
-                engine=params.get("engine", "auto"), progress=params.get("progress"), cancel=params.get("cancel"),
-                baseline_name=baseline if isinstance(baseline, str) else "custom")
+    return dict(
+        baseline=baseline_tensor(baseline, x, spec),
+        patch=params.get("patch", 32),
+        stride=params.get("stride", 16),
+        output=params.get("output", "logit"),
+        batch_size=params.get("batch_size"),
+        precision=params.get("precision", "fp32"),
+        engine=params.get("engine", "auto"),
+        progress=params.get("progress"),
+        cancel=params.get("cancel"),
+        baseline_name=baseline if isinstance(baseline, str) else "custom",
+    )
 
 
 def _occlusion(module, spec, images, targets, **params):
@@ -130,7 +144,9 @@ def _xrai(module, spec, images, targets, *, steps=50, output="logit", internal_b
         ) / 2
         grey = img[0].mean(0).cpu().numpy()
         grey = (grey - grey.min()) / max(float(grey.max() - grey.min()), 1e-12)
-        segs = xrai_segments(grey, scales=scales, sigma=sigma, min_size=min_size, dilation_radius=dilation_radius)
+        segs = xrai_segments(
+            grey, scales=scales, sigma=sigma, min_size=min_size, dilation_radius=dilation_radius
+        )
         out.append(torch.from_numpy(xrai_map(attr.cpu().numpy(), segs)))
     return torch.stack(out)
 
@@ -140,60 +156,214 @@ def _batches(params: dict) -> int:
     return -(-int(params["steps"]) // int(params.get("internal_batch_size") or params["steps"]))
 
 
-STEPS = Param("steps", 50, int, "integration steps along the path", range=(1, 10_000), control=(8, 16, 25, 50, 100),
-              label="Integration steps")
-INTERNAL_BATCH = Param("internal_batch_size", 16, int, "path points per forward", range=(1, 4096), runtime=True)
+STEPS = Param(
+    "steps",
+    50,
+    int,
+    "integration steps along the path",
+    range=(1, 10_000),
+    control=(8, 16, 25, 50, 100),
+    label="Integration steps",
+)
+INTERNAL_BATCH = Param(
+    "internal_batch_size", 16, int, "path points per forward", range=(1, 4096), runtime=True
+)
 
 register(Method("gradcam", "cam", (LAYER, OUTPUT, RELU), "Selvaraju et al., Grad-CAM, ICCV 2017, "
                 "doi:10.1109/ICCV.2017.74", run=_cam(gradcam), label="Grad-CAM", layer=True,
                 all_labels=_cam_all_labels(1)))
-register(Method("gradcam++", "cam", (LAYER, OUTPUT, RELU), "Chattopadhay et al., Grad-CAM++, WACV 2018 (eq. 19), "
-                "doi:10.1109/WACV.2018.00097", run=_cam(gradcam_pp), label="Grad-CAM++", layer=True,
-                all_labels=_cam_all_labels(2)))
+register(
+    Method(
+        "gradcam++",
+        "cam",
+        (LAYER, OUTPUT, RELU),
+        "Chattopadhay et al., Grad-CAM++, WACV 2018 (eq. 19), doi:10.1109/WACV.2018.00097",
+        run=_cam(gradcam_pp),
+        label="Grad-CAM++",
+        layer=True,
+        all_labels=_cam_all_labels(2),
+    )
+)
 register(Method("saliency", "pixel", (OUTPUT, REDUCE), "Simonyan et al., Deep Inside Convolutional Networks, "
                 "ICLR workshop 2014, arXiv:1312.6034", run=_pixel(saliency), label="Saliency", cost="costly"))
-register(Method("smoothgrad", "pixel", (OUTPUT, REDUCE, Param(
-    "nt_samples", 25, int, "noisy copies averaged", range=(1, 10_000), control=(5, 10, 25, 50), label="Noisy samples"),
-    *NOISE, SEED), "Smilkov et al., SmoothGrad, 2017, arXiv:1706.03825", run=_pixel(smoothgrad),
-    label="SmoothGrad", stochastic=True, cost="costly"))
-register(Method("ig", "pixel", (OUTPUT, REDUCE, BASELINE, STEPS, Param(
-    "integration", "gausslegendre", str, "quadrature rule along the path", choices=INTEGRATIONS), INTERNAL_BATCH,
-    Param("nt_samples", 0, int, "noise-tunnel copies (0: plain IG)", range=(0, 10_000)), *NOISE, SEED),
-    "Sundararajan et al., Axiomatic Attribution for Deep Networks, ICML 2017, arXiv:1703.01365",
-    run=_pixel(integrated_gradients, needs_baseline=True), label="Integrated Gradients", cost="costly",
-    plan_per_label=1, passes=lambda p: _batches(p) * max(1, p["nt_samples"]), unit="integration batches"))
-register(Method("gradientshap", "pixel", (OUTPUT, REDUCE, BASELINE, Param(
-    "n_samples", 5, int, "random baselines × points per map", range=(1, 10_000), control=(5, 10, 20, 50),
-    label="Samples"), Param("stdevs", 0.0, float, "noise added to each sample", range=(0.0, 10.0)), SEED),
-    "Lundberg & Lee, SHAP, NeurIPS 2017, arXiv:1705.07874; Captum GradientShap", run=_pixel(gradientshap, needs_baseline=True),
-    label="GradientSHAP", stochastic=True, cost="costly", plan_per_label=4))
+register(
+    Method(
+        "smoothgrad",
+        "pixel",
+        (
+            OUTPUT,
+            REDUCE,
+            Param(
+                "nt_samples",
+                25,
+                int,
+                "noisy copies averaged",
+                range=(1, 10_000),
+                control=(5, 10, 25, 50),
+                label="Noisy samples",
+            ),
+            *NOISE,
+            SEED,
+        ),
+        "Smilkov et al., SmoothGrad, 2017, arXiv:1706.03825",
+        run=_pixel(smoothgrad),
+        label="SmoothGrad",
+        stochastic=True,
+        cost="costly",
+    )
+)
+register(
+    Method(
+        "ig",
+        "pixel",
+        (
+            OUTPUT,
+            REDUCE,
+            BASELINE,
+            STEPS,
+            Param(
+                "integration", "gausslegendre", str, "quadrature rule along the path", choices=INTEGRATIONS
+            ),
+            INTERNAL_BATCH,
+            Param("nt_samples", 0, int, "noise-tunnel copies (0: plain IG)", range=(0, 10_000)),
+            *NOISE,
+            SEED,
+        ),
+        "Sundararajan et al., Axiomatic Attribution for Deep Networks, ICML 2017, arXiv:1703.01365",
+        run=_pixel(integrated_gradients, needs_baseline=True),
+        label="Integrated Gradients",
+        cost="costly",
+        plan_per_label=1,
+        passes=lambda p: _batches(p) * max(1, p["nt_samples"]),
+        unit="integration batches",
+    )
+)
+register(
+    Method(
+        "gradientshap",
+        "pixel",
+        (
+            OUTPUT,
+            REDUCE,
+            BASELINE,
+            Param(
+                "n_samples",
+                5,
+                int,
+                "random baselines × points per map",
+                range=(1, 10_000),
+                control=(5, 10, 20, 50),
+                label="Samples",
+            ),
+            Param("stdevs", 0.0, float, "noise added to each sample", range=(0.0, 10.0)),
+            SEED,
+        ),
+        "Lundberg & Lee, SHAP, NeurIPS 2017, arXiv:1705.07874; Captum GradientShap",
+        run=_pixel(gradientshap, needs_baseline=True),
+        label="GradientSHAP",
+        stochastic=True,
+        cost="costly",
+        plan_per_label=4,
+    )
+)
 register(Method("guided_backprop", "pixel", (OUTPUT, REDUCE), "Springenberg et al., Striving for Simplicity, "
                 "ICLR workshop 2015, arXiv:1412.6806", run=_pixel(guided_backprop), label="Guided backprop",
                 cost="costly"))
-register(Method("guided_gradcam", "pixel", (LAYER, OUTPUT, REDUCE), "Selvaraju et al., Grad-CAM, ICCV 2017 "
-                "(guided Grad-CAM), doi:10.1109/ICCV.2017.74", run=_guided_gradcam, label="Guided Grad-CAM", layer=True,
-                cost="costly"))
-register(Method("occlusion", "occlusion_grid", (
-    Param("patch", 32, int, "square window side (px at the model's input)",
-          control=(8, 12, 16, 24, 32, 48, 64), label="Patch (px)"),
-    Param("stride", 16, int, "window step (px); a map point averages every window covering it",
-          control=(4, 8, 12, 16, 24, 32, 48, 64), at_most="patch", label="Stride (px)"),
-    Param("baseline", "black", object, "what fills the window", choices=BASELINES, control=("black", "zero", "white"),
-          label="Baseline"),
-    OUTPUT, Param("batch_size", None, object, "occluded copies per forward (default per device)", runtime=True),
-    Param("precision", "fp32", str, "autocast precision (bf16/fp16 approximate; deviation reported)", choices=PRECISIONS),
-    Param("engine", "auto", str, "batched forwards or the exact incremental DenseNet engine", choices=ENGINES,
-          runtime=True),
-    Param("progress", None, object, "callback(done, total)", runtime=True),
-    Param("cancel", None, object, "callable returning True to stop", runtime=True)),
-    "Zeiler & Fergus, ECCV 2014, doi:10.1007/978-3-319-10590-1_53; Captum Occlusion", run=_occlusion,
-    label="Occlusion", cost="costly", batched=False, plan_per_label=1, store=_occlusion_store, per_image=True,
-    progressive=_occlusion_progressive))
-register(Method("xrai", "pixel", (STEPS, OUTPUT, INTERNAL_BATCH,
-                                  Param("scales", (50, 100, 150, 250, 500, 1200), object, "Felzenszwalb scales"),
-                                  Param("sigma", 0.8, float, "Felzenszwalb smoothing", range=(0.0, 100.0)),
-                                  Param("min_size", None, object, "smallest segment (px)"),
-                                  Param("dilation_radius", 5, int, "segment dilation (px)", range=(0, 100))),
-                "Kapishnikov et al., XRAI, ICCV 2019, doi:10.1109/ICCV.2019.00505", run=_xrai, label="XRAI",
-                cost="costly", batched=False, passes=lambda p: 2 * _batches(p),
-                unit="integration batches (black and white baselines), then segments"))
+register(
+    Method(
+        "guided_gradcam",
+        "pixel",
+        (LAYER, OUTPUT, REDUCE),
+        "Selvaraju et al., Grad-CAM, ICCV 2017 (guided Grad-CAM), doi:10.1109/ICCV.2017.74",
+        run=_guided_gradcam,
+        label="Guided Grad-CAM",
+        layer=True,
+        cost="costly",
+    )
+)
+register(
+    Method(
+        "occlusion",
+        "occlusion_grid",
+        (
+            Param(
+                "patch",
+                32,
+                int,
+                "square window side (px at the model's input)",
+                control=(8, 12, 16, 24, 32, 48, 64),
+                label="Patch (px)",
+            ),
+            Param(
+                "stride",
+                16,
+                int,
+                "window step (px); a map point averages every window covering it",
+                control=(4, 8, 12, 16, 24, 32, 48, 64),
+                at_most="patch",
+                label="Stride (px)",
+            ),
+            Param(
+                "baseline",
+                "black",
+                object,
+                "what fills the window",
+                choices=BASELINES,
+                control=("black", "zero", "white"),
+                label="Baseline",
+            ),
+            OUTPUT,
+            Param(
+                "batch_size", None, object, "occluded copies per forward (default per device)", runtime=True
+            ),
+            Param(
+                "precision",
+                "fp32",
+                str,
+                "autocast precision (bf16/fp16 approximate; deviation reported)",
+                choices=PRECISIONS,
+            ),
+            Param(
+                "engine",
+                "auto",
+                str,
+                "batched forwards or the exact incremental DenseNet engine",
+                choices=ENGINES,
+                runtime=True,
+            ),
+            Param("progress", None, object, "callback(done, total)", runtime=True),
+            Param("cancel", None, object, "callable returning True to stop", runtime=True),
+        ),
+        "Zeiler & Fergus, ECCV 2014, doi:10.1007/978-3-319-10590-1_53; Captum Occlusion",
+        run=_occlusion,
+        label="Occlusion",
+        cost="costly",
+        batched=False,
+        plan_per_label=1,
+        store=_occlusion_store,
+        per_image=True,
+        progressive=_occlusion_progressive,
+    )
+)
+register(
+    Method(
+        "xrai",
+        "pixel",
+        (
+            STEPS,
+            OUTPUT,
+            INTERNAL_BATCH,
+            Param("scales", (50, 100, 150, 250, 500, 1200), object, "Felzenszwalb scales"),
+            Param("sigma", 0.8, float, "Felzenszwalb smoothing", range=(0.0, 100.0)),
+            Param("min_size", None, object, "smallest segment (px)"),
+            Param("dilation_radius", 5, int, "segment dilation (px)", range=(0, 100)),
+        ),
+        "Kapishnikov et al., XRAI, ICCV 2019, doi:10.1109/ICCV.2019.00505",
+        run=_xrai,
+        label="XRAI",
+        cost="costly",
+        batched=False,
+        passes=lambda p: 2 * _batches(p),
+        unit="integration batches (black and white baselines), then segments",
+    )
+)

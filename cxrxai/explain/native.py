@@ -14,5 +14,7 @@ def native_map(stored) -> np.ndarray:
     occlusion window grids are rebuilt per pixel exactly (Captum's mean over covering windows)."""
     if stored.kind == "occlusion_grid":
         p = stored.params
-        return rebuild_map(stored.values, int(p["patch"]), int(p["stride"]), int(p["height"]), int(p["width"]))
+        return rebuild_map(
+            stored.values, int(p["patch"]), int(p["stride"]), int(p["height"]), int(p["width"])
+        )
     return stored.values

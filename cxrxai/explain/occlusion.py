@@ -104,9 +104,13 @@ def _check(image: torch.Tensor, patch: int, stride: int, precision: str) -> tupl
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ExplainerError(f"{name} must be a positive integer, got {shown(v)}")
     if patch > min(h, w):
-        raise ExplainerError(f"a {patch}-px window does not fit the {h}×{w} image; allowed patch 1..{min(h, w)}")
+        raise ExplainerError(
+            f"a {patch}-px window does not fit the {h}×{w} image; allowed patch 1..{min(h, w)}"
+        )
     if stride > patch:
-        raise ExplainerError(f"stride {stride} > patch {patch} would leave pixels never occluded; allowed 1..{patch}")
+        raise ExplainerError(
+            f"stride {stride} > patch {patch} would leave pixels never occluded; allowed 1..{patch}"
+        )
     if precision not in PRECISIONS:
         raise UnknownNameError("precision", precision, PRECISIONS)
     if image.shape[0] != 1:
@@ -132,8 +136,10 @@ def pick_engine(module: torch.nn.Module, device: torch.device, precision: str, e
         raise UnknownNameError("occlusion engine", engine, ENGINES)
     possible = _incremental.supports(module) and device.type == "cpu" and precision == "fp32"
     if engine == "incremental" and not possible:
-        raise ExplainerError("the incremental engine needs a torchvision DenseNet that runs torchvision's own forward "
-                             "(no subclass head), on CPU in fp32; use engine='batched'")
+        raise ExplainerError(
+            "the incremental engine needs a torchvision DenseNet that runs torchvision's own forward "
+            "(no subclass head), on CPU in fp32; use engine='batched'"
+        )
     if engine == "auto":
         return "incremental" if possible else "batched"
     return engine
@@ -150,11 +156,22 @@ def occlusion_grid(module: torch.nn.Module, image: torch.Tensor, target: int, ba
                            baseline_name=baseline_name, engine=engine)[0]
 
 
-def occlusion_grids(module: torch.nn.Module, image: torch.Tensor, targets: list[int], baseline: torch.Tensor, *,
-                    patch: int = 32, stride: int = 16, output: str = "logit", batch_size: int | None = None,
-                    precision: str = "fp32", progress: Callable[[int, int], None] | None = None,
-                    cancel: Callable[[], bool] | None = None, baseline_name: str = "custom",
-                    engine: str = "auto") -> list[OcclusionGrid]:
+def occlusion_grids(
+    module: torch.nn.Module,
+    image: torch.Tensor,
+    targets: list[int],
+    baseline: torch.Tensor,
+    *,
+    patch: int = 32,
+    stride: int = 16,
+    output: str = "logit",
+    batch_size: int | None = None,
+    precision: str = "fp32",
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    baseline_name: str = "custom",
+    engine: str = "auto",
+) -> list[OcclusionGrid]:
     """One grid per target from the same occluded forward passes (each pass scores every output, so
     an image positive for three findings costs what one does). Each grid's ``seconds`` is the
     whole computation's: what that map took, whether or not other targets came with it."""
@@ -169,19 +186,38 @@ def occlusion_grids(module: torch.nn.Module, image: torch.Tensor, targets: list[
         starts = [(r * stride, c * stride) for r in range(rows) for c in range(cols)]
         with torch.inference_mode():
             scores = _incremental.IncrementalDenseNet(module, output).window_scores(
-                image.detach().to(memory_format=torch.channels_last), baseline.to(device=device, dtype=image.dtype),
-                starts, patch, targets, batch_size or default_batch_size(device, h, w, "incremental"), progress,
-                cancel, Cancelled)
+                image.detach().to(memory_format=torch.channels_last),
+                baseline.to(device=device, dtype=image.dtype),
+                starts,
+                patch,
+                targets,
+                batch_size or default_batch_size(device, h, w, "incremental"),
+                progress,
+                cancel,
+                Cancelled,
+            )
     else:
         scores = _batched_scores(module, image, targets, baseline, patch=patch, stride=stride, output=output,
                                  batch_size=batch_size, precision=precision, progress=progress, cancel=cancel)
     seconds = time.perf_counter() - t0
-    return [OcclusionGrid(scores[:, k].reshape(rows, cols).copy(), int(patch), int(stride), h, w, baseline_name, output,
-                          seconds) for k in range(len(targets))]
+    return [
+        OcclusionGrid(
+            scores[:, k].reshape(rows, cols).copy(),
+            int(patch),
+            int(stride),
+            h,
+            w,
+            baseline_name,
+            output,
+            seconds,
+        )
+        for k in range(len(targets))
+    ]
 
 
-def _batched_scores(module, image, targets, baseline, *, patch, stride, output, batch_size, precision, progress,
-                    cancel) -> np.ndarray:
+def _batched_scores(
+    module, image, targets, baseline, *, patch, stride, output, batch_size, precision, progress, cancel
+) -> np.ndarray:
     """(windows, targets) score drops, whole forward passes over batches of occluded copies."""
     h, w = image.shape[-2:]
     rows, cols = grid_shape(h, w, patch, stride)
@@ -193,7 +229,10 @@ def _batched_scores(module, image, targets, baseline, *, patch, stride, output, 
     batch = batch_size or default_batch_size(device, h, w)
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     scores = np.empty((len(starts), len(targets)), np.float32)
-    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+    with (
+        torch.inference_mode(),
+        torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None),
+    ):
         clean = f(x)[0, targets].float()
         done = 0
         while done < len(starts):

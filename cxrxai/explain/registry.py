@@ -156,7 +156,9 @@ class Method:
         depends on the image (a window that does not fit) is the method's own check."""
         unknown = set(params) - set(self.defaults)
         if unknown:
-            raise ExplainerError(f"{self.name} has no parameter(s) {sorted(unknown)}; allowed: {sorted(self.defaults)}")
+            raise ExplainerError(
+                f"{self.name} has no parameter(s) {sorted(unknown)}; allowed: {sorted(self.defaults)}"
+            )
         return {k: self.param(k).check(v, self.name) for k, v in params.items()}
 
 
@@ -183,4 +185,8 @@ def get(name: str) -> Method:
 
 def method_names(*, kind: str | None = None, cost: str | None = None) -> list[str]:
     """Registered names in registration order, optionally of one kind or cost."""
-    return [m.name for m in METHODS.values() if (kind is None or m.kind == kind) and (cost is None or m.cost == cost)]
+    return [
+        m.name
+        for m in METHODS.values()
+        if (kind is None or m.kind == kind) and (cost is None or m.cost == cost)
+    ]

@@ -30,8 +30,14 @@ __all__ = ["DEFAULT_SCALES", "xrai_map", "xrai_segments"]
 DEFAULT_SCALES = (50, 100, 150, 250, 500, 1200)
 
 
-def xrai_segments(image: np.ndarray, *, scales=DEFAULT_SCALES, sigma: float = 0.8, min_size: int | None = None,
-                  dilation_radius: int = 5) -> list[np.ndarray]:
+def xrai_segments(
+    image: np.ndarray,
+    *,
+    scales=DEFAULT_SCALES,
+    sigma: float = 0.8,
+    min_size: int | None = None,
+    dilation_radius: int = 5,
+) -> list[np.ndarray]:
     """Dilated Felzenszwalb segments of a (H, W) grey image in [0, 1], over all scales."""
     img = np.asarray(image, np.float64)
     if img.ndim != 2:

@@ -38,8 +38,12 @@ class _Child:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child_main, args=(child, self._cancel, self._threads), name="cxrxai-live-child",
-                                       daemon=True)
+        self._proc = self._ctx.Process(
+            target=_child_main,
+            args=(child, self._cancel, self._threads),
+            name="cxrxai-live-child",
+            daemon=True,
+        )
         self._proc.start()
         child.close()
         self._conn = parent
@@ -61,8 +65,10 @@ class _Child:
                 msg_jid, kind, *rest = self._conn.recv()
             except (EOFError, OSError):
                 self._proc.join(1.0)
-                raise ChildError(f"the live worker's process ended (exit code {self._proc.exitcode}) while computing "
-                                 "this map; it restarts with the next request") from None
+                raise ChildError(
+                    f"the live worker's process ended (exit code {self._proc.exitcode}) while computing "
+                    "this map; it restarts with the next request"
+                ) from None
             if msg_jid != jid:
                 continue  # the tail of an abandoned job
             if kind == "progress":
@@ -131,8 +137,14 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
                 stages = _case_stages(spec, send_progress, cancelled)
             else:  # an image sent by explain_job
                 model = _loaded(spec["model_spec"], spec["weights_path"])  # one model cache per process
-                image = torch.from_numpy(spec["image"]).to(model.device).contiguous(memory_format=torch.channels_last)
-                stages = _stages(model, image, spec["target"], spec["method"], spec["params"], send_progress, cancelled)
+                image = (
+                    torch.from_numpy(spec["image"])
+                    .to(model.device)
+                    .contiguous(memory_format=torch.channels_last)
+                )
+                stages = _stages(
+                    model, image, spec["target"], spec["method"], spec["params"], send_progress, cancelled
+                )
             for stage, value in stages:
                 conn.send((jid, "stage", stage, value))
             conn.send((jid, "done"))

@@ -66,7 +66,9 @@ def pass_label(counts: tuple[str, int, int], *, two_pass: bool, unit: str = "win
     return f"{stage} · {done}/{total}" if total else f"{stage} · starting"
 
 
-def _stages(model, image, target: int, method: str, params: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
+def _stages(
+    model, image, target: int, method: str, params: dict, progress, cancelled
+) -> Iterator[tuple[str, Any]]:
     """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
     (occlusion: the coarse grid, then the fine one), else one final map."""
     meth = get(method)
@@ -156,8 +158,9 @@ def _case_stages(spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
         row = store.image(spec["image_id"])
         pixels = case_image(row, store.datasets().set_index("dataset").loc[row["dataset"]].to_dict())
     x = preprocess(pixels, model.spec).to(model.device)
-    yield from _stages(model, x, model.spec.label_index(spec["label"]), spec["method"], spec["params"], progress,
-                       cancelled)
+    yield from _stages(
+        model, x, model.spec.label_index(spec["label"]), spec["method"], spec["params"], progress, cancelled
+    )
 
 
 def warm_job(model_spec: str, weights_path: str | None) -> Job:

@@ -95,16 +95,22 @@ def bootstrap_aurocs(y: np.ndarray, s: np.ndarray, *, n_boot: int = 1000, seed: 
     rank_of = np.empty(n, np.int64)
     rank_of[order] = np.arange(n)
     draws = rank_of[rng.integers(0, n, (n_boot, n))]
-    counts = np.bincount((draws + (np.arange(n_boot) * n)[:, None]).ravel(), minlength=n_boot * n).reshape(n_boot, n)
+    counts = np.bincount((draws + (np.arange(n_boot) * n)[:, None]).ravel(), minlength=n_boot * n).reshape(
+        n_boot, n
+    )
     pos = np.add.reduceat(counts * (ys == 1), starts, axis=1).astype(np.float64)
     neg = np.add.reduceat(counts * (ys == 0), starts, axis=1).astype(np.float64)
     below = np.cumsum(neg, axis=1) - neg
     p_tot, n_tot = pos.sum(1), neg.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((p_tot > 0) & (n_tot > 0), (pos * (below + 0.5 * neg)).sum(1) / (p_tot * n_tot), np.nan)
+        return np.where(
+            (p_tot > 0) & (n_tot > 0), (pos * (below + 0.5 * neg)).sum(1) / (p_tot * n_tot), np.nan
+        )
 
 
-def auroc_ci(y_true, score, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def auroc_ci(
+    y_true, score, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """``(auroc, lower, upper)``: percentile bootstrap over cases (resampled with replacement).
 
     Parameters

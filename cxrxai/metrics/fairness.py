@@ -51,7 +51,9 @@ def _hanley_mcneil(auc: float, n_pos: int, n_neg: int) -> tuple[float, float]:
     if not np.isfinite(auc) or n_pos == 0 or n_neg == 0:
         return float("nan"), float("nan")
     q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
-    se = np.sqrt(max(auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2), 0) / (n_pos * n_neg))
+    se = np.sqrt(
+        max(auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2), 0) / (n_pos * n_neg)
+    )
     return float(max(0.0, auc - 1.96 * se)), float(min(1.0, auc + 1.96 * se))
 
 
@@ -85,8 +87,12 @@ def _rates(y: np.ndarray, p: np.ndarray, prob: np.ndarray | None, ci: str, n_boo
         for _ in range(n_boot):
             idx = rng.integers(0, len(y), len(y))
             yb, pb = y[idx], p[idx]
-            for name, num, den in (("tpr", (yb == 1) & (pb == 1), yb == 1), ("fpr", (yb == 0) & (pb == 1), yb == 0),
-                                   ("fnr", (yb == 1) & (pb == 0), yb == 1), ("ppv", (yb == 1) & (pb == 1), pb == 1)):
+            for name, num, den in (
+                ("tpr", (yb == 1) & (pb == 1), yb == 1),
+                ("fpr", (yb == 0) & (pb == 1), yb == 0),
+                ("fnr", (yb == 1) & (pb == 0), yb == 1),
+                ("ppv", (yb == 1) & (pb == 1), pb == 1),
+            ):
                 d = den.sum()
                 reps[name].append(num.sum() / d if d else np.nan)
         for name, r in reps.items():
@@ -102,8 +108,14 @@ def _rates(y: np.ndarray, p: np.ndarray, prob: np.ndarray | None, ci: str, n_boo
 
 
 def _add_wilson(rows: pd.DataFrame) -> pd.DataFrame:
-    counts = {"tp": rows["tp"], "fp": rows["fp"], "fn": rows["fn"], "n_pos": rows["n_pos"], "n_neg": rows["n_neg"],
-              "n_pred": rows["tp"] + rows["fp"]}
+    counts = {
+        "tp": rows["tp"],
+        "fp": rows["fp"],
+        "fn": rows["fn"],
+        "n_pos": rows["n_pos"],
+        "n_neg": rows["n_neg"],
+        "n_pred": rows["tp"] + rows["fp"],
+    }
     for name, (k, n) in _PARTS.items():
         rows[f"{name}_lower"], rows[f"{name}_upper"] = wilson_cis(counts[k].to_numpy(), counts[n].to_numpy())
     return rows
@@ -221,8 +233,9 @@ def _floor_intervals(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_FINDING, decimals: int | None = 3,
-                   **kwargs) -> pd.DataFrame:
+def underdiagnosis(
+    table: pd.DataFrame, by: str | list[str], *, label: str = NO_FINDING, decimals: int | None = 3, **kwargs
+) -> pd.DataFrame:
     """No Finding FPR (underdiagnosis) and FNR (overdiagnosis) per group, with #NNF and #PNF.
 
     Parameters
@@ -265,8 +278,17 @@ def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_
     1   M      2      2  0.5  0.0
     """
     rates = subgroup_rates(table, by, labels=[label], **kwargs)
-    keep = [c for c in ([by] if isinstance(by, str) else list(by))] + ["n_neg", "n_pos", "fpr", "fpr_lower", "fpr_upper",
-                                                                       "fnr", "fnr_lower", "fnr_upper", "small"]
+    keep = [c for c in ([by] if isinstance(by, str) else list(by))] + [
+        "n_neg",
+        "n_pos",
+        "fpr",
+        "fpr_lower",
+        "fpr_upper",
+        "fnr",
+        "fnr_lower",
+        "fnr_upper",
+        "small",
+    ]
     out = rates[keep].rename(columns={"n_neg": "n_NNF", "n_pos": "n_PNF"})
     if decimals is not None:
         for c in ("fpr", "fnr"):
@@ -274,8 +296,17 @@ def underdiagnosis(table: pd.DataFrame, by: str | list[str], *, label: str = NO_
     return out
 
 
-def metric_by_group(cases: pd.DataFrame, metric: str, by: str | list[str], *, label: str = "label", n_boot: int = 1000,
-                    seed: int = 0, min_n: int = 5, expected: pd.DataFrame | None = None) -> pd.DataFrame:
+def metric_by_group(
+    cases: pd.DataFrame,
+    metric: str,
+    by: str | list[str],
+    *,
+    label: str = "label",
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_n: int = 5,
+    expected: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Mean of a per-case explanation metric per label and group, with a bootstrap CI (thesis Fig. 5).
 
     Parameters

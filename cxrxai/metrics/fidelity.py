@@ -60,14 +60,25 @@ def _check(image: torch.Tensor, attribution) -> np.ndarray:
     if image.ndim != 4 or image.shape[0] != 1:
         raise MetricError(f"image must be (1, C, H, W), got {tuple(image.shape)}")
     if a.shape != tuple(image.shape[-2:]):
-        raise MetricError(f"attribution {a.shape} must match the image {tuple(image.shape[-2:])}; upsample it first")
+        raise MetricError(
+            f"attribution {a.shape} must match the image {tuple(image.shape[-2:])}; upsample it first"
+        )
     if not np.isfinite(a).all():
         raise MetricError("attribution contains NaN or infinite values")
     return a
 
 
-def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, baseline: torch.Tensor, *,
-                             iterations: int = 200, subset: int = 1024, seed: int = 0, batch: int = 32) -> float:
+def faithfulness_correlation(
+    score: Score,
+    image: torch.Tensor,
+    attribution,
+    baseline: torch.Tensor,
+    *,
+    iterations: int = 200,
+    subset: int = 1024,
+    seed: int = 0,
+    batch: int = 32,
+) -> float:
     """Pearson correlation between attribution mass and score drop over random pixel subsets.
 
     Parameters
@@ -117,8 +128,17 @@ def faithfulness_correlation(score: Score, image: torch.Tensor, attribution, bas
                                            subset=subset, seed=seed, batch=batch)[0])
 
 
-def faithfulness_correlations(score: Score, image: torch.Tensor, attributions, baseline: torch.Tensor, *,
-                              iterations: int = 200, subset: int = 1024, seed: int = 0, batch: int = 32) -> np.ndarray:
+def faithfulness_correlations(
+    score: Score,
+    image: torch.Tensor,
+    attributions,
+    baseline: torch.Tensor,
+    *,
+    iterations: int = 200,
+    subset: int = 1024,
+    seed: int = 0,
+    batch: int = 32,
+) -> np.ndarray:
     """:func:`faithfulness_correlation` of several maps of the same image and output at once.
 
     The random subsets and the model's score drops do not depend on the map, so they are computed
@@ -163,7 +183,9 @@ def _pearson(mass: np.ndarray, drops: np.ndarray) -> float:
     return float(r) if np.isfinite(r) else float("nan")
 
 
-def region_order(attribution, region: int, *, order: str = "attribution", seed: int = 0) -> list[tuple[int, int]]:
+def region_order(
+    attribution, region: int, *, order: str = "attribution", seed: int = 0
+) -> list[tuple[int, int]]:
     """Top-left corners of the ``region``-px squares, most attributed first (or shuffled).
 
     Parameters
@@ -213,9 +235,18 @@ def region_order(attribution, region: int, *, order: str = "attribution", seed: 
     return [corners[i] for i in np.argsort(-np.asarray(mass), kind="stable")]
 
 
-def perturbation_curve(score: Score, image: torch.Tensor, attribution, fill: torch.Tensor, *, mode: str = "deletion",
-                       region: int = 32, order: str = "attribution", seed: int = 0, batch: int = 32
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def perturbation_curve(
+    score: Score,
+    image: torch.Tensor,
+    attribution,
+    fill: torch.Tensor,
+    *,
+    mode: str = "deletion",
+    region: int = 32,
+    order: str = "attribution",
+    seed: int = 0,
+    batch: int = 32,
+) -> tuple[np.ndarray, np.ndarray]:
     """Deletion or insertion curve: the score as square regions are perturbed one by one.
 
     Parameters

@@ -206,7 +206,9 @@ def probability_gate(mask: np.ndarray, probability: float, cutoff: float) -> np.
     return np.zeros_like(m) if probability < cutoff else m
 
 
-def tune_threshold(maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None) -> tuple[float, dict[float, float]]:
+def tune_threshold(
+    maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None
+) -> tuple[float, dict[float, float]]:
     """Per-label threshold that maximises mIoU (true-positive slice) over validation cases.
 
     Parameters
@@ -245,7 +247,9 @@ def tune_threshold(maps, masks, *, thresholds=SWEEP_THRESHOLDS, size=None) -> tu
     """
     maps, masks = list(maps), list(masks)
     if len(maps) != len(masks):
-        raise MetricError(f"tune_threshold needs one mask per map, got {len(maps)} maps and {len(masks)} masks")
+        raise MetricError(
+            f"tune_threshold needs one mask per map, got {len(maps)} maps and {len(masks)} masks"
+        )
     scores = {}
     for t in thresholds:
         vals = [iou(threshold_mask(m, t, size), g) for m, g in zip(maps, masks)]
@@ -297,9 +301,15 @@ def tune_probability_cutoff(segmentations, masks, probabilities, *, cutoffs=PROB
     """
     segs, truths, probs = list(segmentations), list(masks), [float(p) for p in probabilities]
     if not (len(segs) == len(truths) == len(probs)):
-        raise MetricError(f"got {len(segs)} segmentations, {len(truths)} masks and {len(probs)} probabilities")
-    scores = {float(c): miou(iou(probability_gate(s, p, c), g, convention="full") for s, g, p in zip(segs, truths, probs))
-              for c in cutoffs}
+        raise MetricError(
+            f"got {len(segs)} segmentations, {len(truths)} masks and {len(probs)} probabilities"
+        )
+    scores = {
+        float(c): miou(
+            iou(probability_gate(s, p, c), g, convention="full") for s, g, p in zip(segs, truths, probs)
+        )
+        for c in cutoffs
+    }
     finite = {c: v for c, v in scores.items() if np.isfinite(v)}
     if not finite:
         raise MetricError("no case has a segmentation or a ground truth to tune the probability cutoff on")

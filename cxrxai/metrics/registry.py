@@ -3,7 +3,7 @@
 :func:`segment_and_score` prepares one map against one mask once (positive part, bilinear
 upsampling to the mask, Otsu segmentation, the probability gate), computes every registered
 :class:`Metric` from it and returns the segmentation with the scores: the localization stage
-stores those scores, and the explorer draws that very mask beside them (:mod:`cxrxai.panel`);
+stores those scores, and the explorer draws that very mask beside them (:mod:`cxrxai.present.panel`);
 pages take each metric's label and explanation from here, and ranking/plots read
 ``higher_is_better``. Adding a metric is its function plus one :func:`register` call and its
 column in the ``localization`` table (the store refuses unknown columns); see "Add a metric" in
@@ -27,7 +27,14 @@ import numpy as np
 
 from .. import postprocess
 from ..errors import MetricError, UnknownNameError
-from .localization import coarse_pointing_game, iou, otsu_mask, pointing_game, probability_gate, ranking_metrics
+from .localization import (
+    coarse_pointing_game,
+    iou,
+    otsu_mask,
+    pointing_game,
+    probability_gate,
+    ranking_metrics,
+)
 
 __all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "Segmented", "get", "metric_names", "register",
            "score_map", "segment_and_score", "unregister"]
@@ -144,28 +151,97 @@ THESIS = "Bel Bordes, explainability of chest X-ray classifiers (master's thesis
 ARUN = "Arun et al., Radiol. Artif. Intell. 2021, doi:10.1148/ryai.2021200267"
 
 for _m in (
-    Metric("iou", "IoU (Otsu)", lambda s: iou(s.segmentation, s.truth), "overlap",
-           "overlap of the Otsu segmentation with the ground truth (true-positive slice: NaN without a lesion)",
-           SAPORTA, needs_truth=False, conventions=("true_positive",)),
-    Metric("iou_full", "IoU (full)", lambda s: iou(s.segmentation, s.truth, convention="full"), "overlap",
-           "IoU scoring a segmentation without a lesion (or a lesion without a segmentation) 0", SAPORTA,
-           needs_truth=False, conventions=("full",)),
-    Metric("iou_gated", "IoU (gated)", lambda s: iou(s.gated, s.truth, convention="full"), "overlap",
-           "full IoU after emptying the segmentation when the probability is below the threshold", SAPORTA,
-           needs_truth=False, conventions=("full", "probability_gate")),
-    Metric("pred_area", "Segmented area", lambda s: float(s.segmentation.mean()), "area",
-           "fraction of the image the Otsu segmentation covers", SAPORTA, higher_is_better=None, needs_truth=False),
-    Metric("gt_area", "Lesion area", lambda s: float(s.truth.mean()), "area",
-           "fraction of the image the ground truth covers", SAPORTA, higher_is_better=None, needs_truth=False),
-    Metric("hit", "Hit", lambda s: pointing_game(s.upsampled, s.truth), "pointing",
-           "pointing game: 1 when the map's maximum lies inside the ground truth", SAPORTA),
-    Metric("pla", "PLA", lambda s: coarse_pointing_game(s.positive, s.truth), "pointing",
-           "the thesis's point localization: the centre pixel of the map's most important cell lies in the lesion", THESIS),
-    Metric("roc_auc", "AUC", lambda s: s.ranking["roc_auc"], "ranking",
-           "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)", THESIS),
-    Metric("pr_auc", "PR AUC", lambda s: s.ranking["pr_auc"], "ranking",
-           "area under the pixel precision–recall curve (trapezoidal)", ARUN, conventions=("trapezoid",)),
-    Metric("ap", "Average precision", lambda s: s.ranking["ap"], "ranking",
-           "average precision of the pixel ranking", ARUN, conventions=("average_precision",)),
+    Metric(
+        "iou",
+        "IoU (Otsu)",
+        lambda s: iou(s.segmentation, s.truth),
+        "overlap",
+        "overlap of the Otsu segmentation with the ground truth (true-positive slice: NaN without a lesion)",
+        SAPORTA,
+        needs_truth=False,
+        conventions=("true_positive",),
+    ),
+    Metric(
+        "iou_full",
+        "IoU (full)",
+        lambda s: iou(s.segmentation, s.truth, convention="full"),
+        "overlap",
+        "IoU scoring a segmentation without a lesion (or a lesion without a segmentation) 0",
+        SAPORTA,
+        needs_truth=False,
+        conventions=("full",),
+    ),
+    Metric(
+        "iou_gated",
+        "IoU (gated)",
+        lambda s: iou(s.gated, s.truth, convention="full"),
+        "overlap",
+        "full IoU after emptying the segmentation when the probability is below the threshold",
+        SAPORTA,
+        needs_truth=False,
+        conventions=("full", "probability_gate"),
+    ),
+    Metric(
+        "pred_area",
+        "Segmented area",
+        lambda s: float(s.segmentation.mean()),
+        "area",
+        "fraction of the image the Otsu segmentation covers",
+        SAPORTA,
+        higher_is_better=None,
+        needs_truth=False,
+    ),
+    Metric(
+        "gt_area",
+        "Lesion area",
+        lambda s: float(s.truth.mean()),
+        "area",
+        "fraction of the image the ground truth covers",
+        SAPORTA,
+        higher_is_better=None,
+        needs_truth=False,
+    ),
+    Metric(
+        "hit",
+        "Hit",
+        lambda s: pointing_game(s.upsampled, s.truth),
+        "pointing",
+        "pointing game: 1 when the map's maximum lies inside the ground truth",
+        SAPORTA,
+    ),
+    Metric(
+        "pla",
+        "PLA",
+        lambda s: coarse_pointing_game(s.positive, s.truth),
+        "pointing",
+        "the thesis's point localization: the centre pixel of the map's most important cell lies in the lesion",
+        THESIS,
+    ),
+    Metric(
+        "roc_auc",
+        "AUC",
+        lambda s: s.ranking["roc_auc"],
+        "ranking",
+        "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)",
+        THESIS,
+    ),
+    Metric(
+        "pr_auc",
+        "PR AUC",
+        lambda s: s.ranking["pr_auc"],
+        "ranking",
+        "area under the pixel precision–recall curve (trapezoidal)",
+        ARUN,
+        conventions=("trapezoid",),
+    ),
+    Metric(
+        "ap",
+        "Average precision",
+        lambda s: s.ranking["ap"],
+        "ranking",
+        "average precision of the pixel ranking",
+        ARUN,
+        conventions=("average_precision",),
+    ),
 ):
     register(_m)

@@ -37,7 +37,9 @@ def marker_zone(marker: np.ndarray, zone: float) -> np.ndarray:
     return cv2.dilate(marker.astype(np.uint8), kernel).astype(bool)
 
 
-def mass_shares(saliency: np.ndarray, zone: np.ndarray, lesion: np.ndarray | None = None) -> dict[str, float | bool]:
+def mass_shares(
+    saliency: np.ndarray, zone: np.ndarray, lesion: np.ndarray | None = None
+) -> dict[str, float | bool]:
     """Shares of ``saliency``'s positive mass in ``zone`` and ``lesion`` (same shape), their
     areas (chance levels) and whether the maximum lies in the zone. A map without positive mass
     has no shares (NaN)."""
@@ -61,7 +63,11 @@ def reliance(rows: pd.DataFrame) -> pd.DataFrame:
     one = rows.drop_duplicates(["model_id", "image_id", "label"])
     out = []
     for (model_id, role), g in one.groupby(["model_id", "role"], sort=False):
-        for name, part in (("all cases", g), ("positives", g[g.gt_positive]), ("negatives", g[~g.gt_positive])):
+        for name, part in (
+            ("all cases", g),
+            ("positives", g[g.gt_positive]),
+            ("negatives", g[~g.gt_positive]),
+        ):
             d = (part.prob - part.prob_without).to_numpy(float)
             row = {"model_id": model_id, "role": role, "cases": name, "n": len(d),
                    "prob_with": float(part.prob.mean()) if len(d) else np.nan,
@@ -88,18 +94,28 @@ def shortcut_summary(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -
                                                            "lesion_share"]))
             v = part.marker_share.to_numpy(float)
             v = v[np.isfinite(v)]
-            row.update({f"{role}_n": len(v), f"{role}_share": float(v.mean()) if len(v) else np.nan,
-                        f"{role}_peak": float(part.peak_on_marker.astype(float).mean()) if len(part) else np.nan,
-                        f"{role}_lesion_share": float(np.nanmean(part.lesion_share)) if part.lesion_share.notna().any()
-                        else np.nan})
+            row.update(
+                {
+                    f"{role}_n": len(v),
+                    f"{role}_share": float(v.mean()) if len(v) else np.nan,
+                    f"{role}_peak": float(part.peak_on_marker.astype(float).mean()) if len(part) else np.nan,
+                    f"{role}_lesion_share": float(np.nanmean(part.lesion_share))
+                    if part.lesion_share.notna().any()
+                    else np.nan,
+                }
+            )
         row["chance"] = float(g.zone_area.mean())
-        row["above_chance_lower"] = np.nan  # lower CI bound of (marker share − zone area) under the shortcut model
+        # lower CI bound of (marker share − zone area) under the shortcut model
+        row["above_chance_lower"] = np.nan
         mine = by_role.get("shortcut")
         if mine is not None:
             excess = (mine.marker_share - mine.zone_area).dropna().to_numpy(float)
             if len(excess) >= stats.MIN_CI_N:
-                row["above_chance_lower"] = float(stats.bootstrap_table(
-                    pd.DataFrame({"e": excess}), n_boot=n_boot, seed=seed, bounds="percentile").iloc[0]["lower"])
+                row["above_chance_lower"] = float(
+                    stats.bootstrap_table(
+                        pd.DataFrame({"e": excess}), n_boot=n_boot, seed=seed, bounds="percentile"
+                    ).iloc[0]["lower"]
+                )
         pair = pd.concat([by_role[r].marker_share.rename(r) for r in ("shortcut", "control") if r in by_role],
                          axis=1, join="inner").dropna() if len(by_role) == 2 else pd.DataFrame()
         row["pairs"] = len(pair)
@@ -108,7 +124,9 @@ def shortcut_summary(rows: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -
             d = (pair["shortcut"] - pair["control"]).to_numpy(float)
             row["difference"] = float(d.mean())
         if len(pair) >= stats.MIN_CI_N:
-            b = stats.bootstrap_table(pd.DataFrame({"d": d}), n_boot=n_boot, seed=seed, bounds="percentile").iloc[0]
+            b = stats.bootstrap_table(
+                pd.DataFrame({"d": d}), n_boot=n_boot, seed=seed, bounds="percentile"
+            ).iloc[0]
             row.update(lower=float(b["lower"]), upper=float(b["upper"]))
         row["verdict"] = _verdict(row)
         out.append(row)

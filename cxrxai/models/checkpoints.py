@@ -55,11 +55,23 @@ CHEXNET_HEAD = "linear+sigmoid in the source model; cxrxai explains the logit be
 FIRST_CONV = {"densenet121": "features.conv0", "resnet18": "conv1", "resnet50": "conv1", "resnet152": "conv1",
               "inception_v3": "Conv2d_1a_3x3.conv"}
 #: The Linear head of each architecture.
-HEAD = {"densenet121": "classifier", "resnet18": "fc", "resnet50": "fc", "resnet152": "fc", "inception_v3": "fc"}
-_PREFIX_TAGS = {"module.": "dataparallel", "densenet121.": "chexnet", "model.": "lightning", "net.": "lightning",
-                "backbone.": "lightning"}
+HEAD = {
+    "densenet121": "classifier",
+    "resnet18": "fc",
+    "resnet50": "fc",
+    "resnet152": "fc",
+    "inception_v3": "fc",
+}
+_PREFIX_TAGS = {
+    "module.": "dataparallel",
+    "densenet121.": "chexnet",
+    "model.": "lightning",
+    "net.": "lightning",
+    "backbone.": "lightning",
+}
 _OLD_DENSENET = re.compile(
-    r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var|num_batches_tracked))$")
+    r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var|num_batches_tracked))$"
+)
 
 
 def model_id_from_file(path) -> str:
@@ -104,8 +116,10 @@ def _strip_prefixes(state: Mapping) -> tuple[dict, list[str], list[str]]:
             break
         dropped = [k for k in state if not k.startswith(p)]
         tags.append(_PREFIX_TAGS[p])
-        notes.append(f"{_PREFIX_TAGS[p]}: stripped '{p}'"
-                     + (f"; ignored {len(dropped)} key(s) outside it, e.g. {dropped[0]!r}" if dropped else ""))
+        notes.append(
+            f"{_PREFIX_TAGS[p]}: stripped '{p}'"
+            + (f"; ignored {len(dropped)} key(s) outside it, e.g. {dropped[0]!r}" if dropped else "")
+        )
         state = {k[len(p):]: v for k, v in state.items() if k.startswith(p)}
     return state, tags, notes
 
@@ -166,8 +180,10 @@ def normalise_state_dict(state: Mapping[str, torch.Tensor], arch: str) -> tuple[
         for part in ("weight", "bias"):
             if f"{head}.0.{part}" in renamed:
                 renamed[f"{head}.{part}"] = renamed.pop(f"{head}.0.{part}")
-        notes.append(f"sequential-head: '{head}.0' Linear loaded as '{head}'; the parameter-free layer after it "
-                     "(CheXNet's Sigmoid) is left out, so the model outputs the logit before it")
+        notes.append(
+            f"sequential-head: '{head}.0' Linear loaded as '{head}'; the parameter-free layer after it "
+            "(CheXNet's Sigmoid) is left out, so the model outputs the logit before it"
+        )
     if first_conv_channels(renamed, arch) == 1:
         notes.append(f"one-channel: '{FIRST_CONV[arch]}' takes one grey input channel")
     return renamed, layout, notes
@@ -223,9 +239,15 @@ def strip_final_sigmoid(module: nn.Module, probe: torch.Tensor) -> tuple[nn.Modu
         return module, "logit", f"{CHEXNET_HEAD} (the Sigmoid '{names[0]}' was removed)"
     if names or any(torch.is_tensor(o) and o.shape == out.shape and o is not out
                     and torch.allclose(torch.sigmoid(o), out, atol=1e-6) for _, o in calls):
-        return LogitOf(module), "logit", ("the model ends in a sigmoid that cannot be removed (applied in forward "
-                                          f"or shared): its probability p is turned back into the logit log(p / (1 − p)) "
-                                          f"(p clamped to [{LogitOf.EPS}, 1 − {LogitOf.EPS}]), which is explained")
+        return (
+            LogitOf(module),
+            "logit",
+            (
+                "the model ends in a sigmoid that cannot be removed (applied in forward "
+                f"or shared): its probability p is turned back into the logit log(p / (1 − p)) "
+                f"(p clamped to [{LogitOf.EPS}, 1 − {LogitOf.EPS}]), which is explained"
+            ),
+        )
     return module, "logit", None
 
 

@@ -32,7 +32,9 @@ __all__ = ["DEMO_MODEL", "choose_thresholds", "train_demo_model"]
 DEMO_MODEL = "demo-densenet121"
 
 
-def choose_thresholds(y: np.ndarray, probs: np.ndarray, labels, *, method: str = "f1") -> dict[str, tuple[float, float]]:
+def choose_thresholds(
+    y: np.ndarray, probs: np.ndarray, labels, *, method: str = "f1"
+) -> dict[str, tuple[float, float]]:
     """``{label: (threshold, criterion)}`` per column of a validation matrix.
 
     Labels whose validation column lacks positives or negatives get no threshold (left out).
@@ -49,7 +51,11 @@ def _test_aurocs(y: np.ndarray, p: np.ndarray) -> dict:
     out = {}
     for j, lab in enumerate(DEMO_LABELS):
         point, lo, hi = auroc_ci(y[:, j], p[:, j])
-        out[lab] = {"auroc": round(point, 4), "ci95": [round(lo, 4), round(hi, 4)], "n_positive": int(y[:, j].sum())}
+        out[lab] = {
+            "auroc": round(point, 4),
+            "ci95": [round(lo, 4), round(hi, 4)],
+            "n_positive": int(y[:, j].sum()),
+        }
     return out
 
 
@@ -71,7 +77,9 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
     model, history = train(data.images, y, tr, va, spec, train_config, progress=progress)
     # Evaluate exactly what ships: weights rounded to fp16 (see registry.save).
     state = model.module.state_dict()
-    model.module.load_state_dict({k: v.half().float() if v.is_floating_point() else v for k, v in state.items()})
+    model.module.load_state_dict(
+        {k: v.half().float() if v.is_floating_point() else v for k, v in state.items()}
+    )
     p_val = sigmoid(predict_logits(model, data.images[va]))
     p_test = sigmoid(predict_logits(model, data.images[te]))
     f1 = choose_thresholds(y[va], p_val, DEMO_LABELS, method="f1")
@@ -80,11 +88,15 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
     findings_mean = float(np.mean([test_auroc[lab]["auroc"] for lab in DEMO_LABELS[:8]]))
     card = {
         "description": f"{train_config.arch} trained from scratch on cxrxai phantom chest radiographs (demo only; "
-                       "not for clinical use)",
+        "not for clinical use)",
         "training_data": {
-            "generator": "cxrxai.data.phantom", "generator_version": GENERATOR_VERSION,
-            "phantom_config": config.to_json(), "cohort_key": cache_key(config),
-            "n_train": len(tr), "n_val": len(va), "n_test": len(te),
+            "generator": "cxrxai.data.phantom",
+            "generator_version": GENERATOR_VERSION,
+            "phantom_config": config.to_json(),
+            "cohort_key": cache_key(config),
+            "n_train": len(tr),
+            "n_val": len(va),
+            "n_test": len(te),
         },
         "normalization": "grey levels / 255, replicated to 3 channels, ImageNet mean/std",
         "explained_output": "logit (pre-sigmoid score of the label; pass target='probability' to explain the sigmoid)",

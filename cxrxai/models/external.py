@@ -42,8 +42,16 @@ from .checkpoints import (
 from .registry import ARCHITECTURES, LoadedModel, best_device, build
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
-__all__ = ["GREY_MEAN", "GREY_STD", "XRV_NORMALIZATION", "Ensemble", "load_checkpoint", "load_ensemble", "load_xrv",
-           "read_label_list"]
+__all__ = [
+    "GREY_MEAN",
+    "GREY_STD",
+    "XRV_NORMALIZATION",
+    "Ensemble",
+    "load_checkpoint",
+    "load_ensemble",
+    "load_xrv",
+    "read_label_list",
+]
 
 #: torchxrayvision scales grey [0, 1] to [−1024, 1024]: (x − 0.5) / (1 / 2048).
 XRV_NORMALIZATION = ((0.5,), (1 / 2048,))
@@ -67,14 +75,23 @@ def _labels_for(path: Path, labels) -> tuple[str, ...]:
     for sidecar in (path.with_suffix(".labels.json"), path.with_suffix(".json")):
         if sidecar.is_file():
             return read_label_list(sidecar)
-    raise ModelError(f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}")
+    raise ModelError(
+        f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}"
+    )
 
 
 #: Normalisation of one-channel models when none is given: grey levels in [0, 1] to [−1, 1].
 #: A guess — the source's own statistics are better; pass ``mean=`` / ``std=`` when known.
 GREY_MEAN, GREY_STD = (0.5,), (0.5,)
-_READ_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, ModuleNotFoundError,
-                TypeError)
+_READ_ERRORS = (
+    pickle.UnpicklingError,
+    RuntimeError,
+    EOFError,
+    ValueError,
+    AttributeError,
+    ModuleNotFoundError,
+    TypeError,
+)
 
 
 def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int | None = None,
@@ -127,7 +144,9 @@ def _pickled_module(obj) -> torch.nn.Module | None:
     """The model inside a whole-model checkpoint (``torch.save(model)``, or jrzech's
     ``{"model": model, "epoch": …}``), less a DataParallel wrapper; None for a state_dict."""
     if isinstance(obj, dict):
-        obj = next((obj[k] for k in ("model", "net", "state_dict") if isinstance(obj.get(k), torch.nn.Module)), obj)
+        obj = next(
+            (obj[k] for k in ("model", "net", "state_dict") if isinstance(obj.get(k), torch.nn.Module)), obj
+        )
     while isinstance(obj, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
         obj = obj.module
     return obj if isinstance(obj, torch.nn.Module) else None
@@ -163,8 +182,10 @@ def _from_whole_module(path: Path, module: torch.nn.Module, n_outputs: int,
     with torch.no_grad():
         n = module(probe).shape[-1]
     if n != n_outputs:
-        raise ModelError(f"{path}: the model has {n} outputs but {n_outputs} labels were given; pass one label "
-                         "per output, in the model's order")
+        raise ModelError(
+            f"{path}: the model has {n} outputs but {n_outputs} labels were given; pass one label "
+            "per output, in the model's order"
+        )
     layout = "whole-module" + ("+one-channel" if _input_channels(module) == 1 else "")
     card = {"checkpoint_layout": layout, "checkpoint_notes": [f"whole pickled {type(module).__name__}"]}
     return module, explained, card | ({"head": head} if head else {})
@@ -181,8 +202,10 @@ def _normalisation(path: Path, mean, std, channels: int) -> tuple[tuple[float, .
     mean = tuple(float(v) for v in mean) if mean is not None else default[0]
     std = tuple(float(v) for v in std) if std is not None else default[1]
     if len(mean) != channels or len(std) != channels:
-        raise ModelError(f"{path}: the model takes {channels} input channel(s) but mean has {len(mean)} and std "
-                         f"{len(std)} values; pass one per channel")
+        raise ModelError(
+            f"{path}: the model takes {channels} input channel(s) but mean has {len(mean)} and std "
+            f"{len(std)} values; pass one per channel"
+        )
     return mean, std
 
 
@@ -198,14 +221,18 @@ def load_xrv(weights: str = "densenet121-res224-all", *, cache_dir: str | Path, 
     try:
         import torchxrayvision as xrv
     except ImportError:
-        raise ModelError("torchxrayvision is not installed: `pip install torchxrayvision` to use its models") from None
+        raise ModelError(
+            "torchxrayvision is not installed: `pip install torchxrayvision` to use its models"
+        ) from None
     urls = xrv.models.model_urls
     if weights not in urls:
         raise UnknownNameError("torchxrayvision weights", weights, sorted(urls))
     expected = Path(cache_dir) / Path(urls[weights]["weights_url"]).name
     if not expected.is_file():
-        raise ModelError(f"torchxrayvision weights {weights!r} not found: download "
-                         f"{urls[weights]['weights_url']} once and save it as {expected} (no download happens here)")
+        raise ModelError(
+            f"torchxrayvision weights {weights!r} not found: download "
+            f"{urls[weights]['weights_url']} once and save it as {expected} (no download happens here)"
+        )
     if weights.startswith("resnet"):
         module = xrv.models.ResNet(weights=weights, cache_dir=str(Path(cache_dir)))
     else:
@@ -213,10 +240,16 @@ def load_xrv(weights: str = "densenet121-res224-all", *, cache_dir: str | Path, 
     module.op_threshs = None  # logits, not the operating-point-normalised probability
     labels = tuple(t if t else f"(unused {k})" for k, t in enumerate(module.targets))
     res = int(urls[weights].get("input_resolution", 224))
-    spec = ModelSpec(name=f"xrv-{weights}", arch=f"xrv-{weights.split('-')[0]}", labels=labels, input_size=res,
-                     mean=XRV_NORMALIZATION[0], std=XRV_NORMALIZATION[1], cam_layer="features.norm5"
-                     if weights.startswith("densenet") else "model.layer4",
-                     card={"source": "torchxrayvision", "weights": weights, "weights_path": str(expected)})
+    spec = ModelSpec(
+        name=f"xrv-{weights}",
+        arch=f"xrv-{weights.split('-')[0]}",
+        labels=labels,
+        input_size=res,
+        mean=XRV_NORMALIZATION[0],
+        std=XRV_NORMALIZATION[1],
+        cam_layer="features.norm5" if weights.startswith("densenet") else "model.layer4",
+        card={"source": "torchxrayvision", "weights": weights, "weights_path": str(expected)},
+    )
     dev = torch.device(device) if device else best_device()
     return LoadedModel(module.eval().to(dev), spec, dev)
 
@@ -241,5 +274,7 @@ def load_ensemble(models: list[LoadedModel], *, name: str = "ensemble") -> Loade
         s = m.spec
         if (s.labels, s.input_size, s.mean, s.std) != (first.labels, first.input_size, first.mean, first.std):
             raise ModelError(f"ensemble member {s.name} differs from {first.name} in labels or preprocessing")
-    spec = first.with_(name=name, arch="ensemble", cam_layer="", card={"members": [m.spec.name for m in models]})
+    spec = first.with_(
+        name=name, arch="ensemble", cam_layer="", card={"members": [m.spec.name for m in models]}
+    )
     return LoadedModel(Ensemble([m.module for m in models]).eval(), spec, models[0].device)

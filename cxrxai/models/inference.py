@@ -20,8 +20,13 @@ def forward_batch_size(device: torch.device) -> int:
     return 64 if torch.device(device).type == "cuda" else 8
 
 
-def predict_logits(model: LoadedModel, images: Sequence[np.ndarray] | np.ndarray, *, batch_size: int | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+def predict_logits(
+    model: LoadedModel,
+    images: Sequence[np.ndarray] | np.ndarray,
+    *,
+    batch_size: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
     """Logits (N, n_labels) float32 for a stack or sequence of (H, W) uint8 images.
 
     ``batch_size`` defaults to :func:`forward_batch_size`.

@@ -98,7 +98,9 @@ def load(path: str | Path, *, device: str | torch.device | None = None) -> Loade
     try:
         module.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:
-        raise ModelError(f"{path}: weights do not fit a {spec.arch} with {len(spec.labels)} outputs: {err}") from None
+        raise ModelError(
+            f"{path}: weights do not fit a {spec.arch} with {len(spec.labels)} outputs: {err}"
+        ) from None
     dev = torch.device(device) if device is not None else best_device()
     module = module.eval().to(dev, memory_format=torch.channels_last)
     return LoadedModel(module, spec, dev)

@@ -140,7 +140,9 @@ def preprocess(images: np.ndarray, spec: ModelSpec) -> torch.Tensor:
         raise DataError(f"unsupported image dtype {arr.dtype}; use uint8 or float in [0, 1]")
     x = x[:, None]
     if x.shape[-2:] != (spec.input_size, spec.input_size):
-        x = F.interpolate(x, size=(spec.input_size,) * 2, mode="bilinear", align_corners=False, antialias=True)
+        x = F.interpolate(
+            x, size=(spec.input_size,) * 2, mode="bilinear", align_corners=False, antialias=True
+        )
     mean = torch.tensor(spec.mean).view(1, -1, 1, 1)
     std = torch.tensor(spec.std).view(1, -1, 1, 1)
     x = (x.expand(-1, len(spec.mean), -1, -1) - mean) / std

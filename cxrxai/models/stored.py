@@ -28,7 +28,9 @@ def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None
     from .external import load_checkpoint, load_xrv
 
     if spec.arch == "imported":
-        raise ModelError(f"{spec.name!r} holds predictions imported from elsewhere; there is no model to explain")
+        raise ModelError(
+            f"{spec.name!r} holds predictions imported from elsewhere; there is no model to explain"
+        )
     if not weights_path:
         raise ModelError(f"the store does not say where {spec.name!r}'s weights are; rebuild it with --model")
     path = Path(weights_path)
@@ -41,9 +43,17 @@ def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None
     if source == "torchxrayvision":
         model = load_xrv(spec.card["weights"], cache_dir=path.parent, device=device)
     elif source == "user checkpoint":
-        return load_checkpoint(path, arch=spec.arch, labels=spec.labels, input_size=spec.input_size, mean=spec.mean,
-                               std=spec.std, name=spec.name, device=device,
-                               trust_pickle=bool(spec.card.get("trust_pickle", False)))
+        return load_checkpoint(
+            path,
+            arch=spec.arch,
+            labels=spec.labels,
+            input_size=spec.input_size,
+            mean=spec.mean,
+            std=spec.std,
+            name=spec.name,
+            device=device,
+            trust_pickle=bool(spec.card.get("trust_pickle", False)),
+        )
     else:
         model = load(path, device=device)
     return _named_as_stored(model, spec)

@@ -44,7 +44,8 @@ class TrainConfig:
     warmup_steps: int = 100
     mixed_precision: bool = True
     max_minutes: float | None = None  # stop early (after evaluating) when exceeded
-    init_from: str | None = None  # weights file (.pt) to start from instead of a fresh initialisation (fine-tuning)
+    # weights file (.pt) to start from instead of a fresh initialisation (fine-tuning)
+    init_from: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,7 +95,9 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
             losses = []
             for b in range(steps_per_epoch):
                 idx = np.sort(order[b * config.batch_size:(b + 1) * config.batch_size])
-                x = _augment(_to_unit(images, idx), resolution, gen).to(device, memory_format=torch.channels_last)
+                x = _augment(_to_unit(images, idx), resolution, gen).to(
+                    device, memory_format=torch.channels_last
+                )
                 losses.append(_step(model, opt, sched, _normalize(x, spec), y_all[idx].to(device), config))
                 step += 1
                 if progress:
@@ -130,8 +133,10 @@ def _initial(config: TrainConfig, n_outputs: int) -> torch.nn.Module:
         try:
             model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
         except RuntimeError as err:
-            raise DataError(f"{config.init_from}: weights do not fit a {config.arch} with {n_outputs} outputs, so it "
-                            f"cannot be fine-tuned: {err}") from None
+            raise DataError(
+                f"{config.init_from}: weights do not fit a {config.arch} with {n_outputs} outputs, so it "
+                f"cannot be fine-tuned: {err}"
+            ) from None
     return model
 
 
@@ -158,7 +163,9 @@ def fast_bf16(device: torch.device) -> bool:
 
 def _step(model, opt, sched, x: torch.Tensor, y: torch.Tensor, config: TrainConfig) -> float:
     """One optimisation step (bf16 autocast when asked and the device has it natively); returns the batch loss."""
-    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=config.mixed_precision and fast_bf16(x.device)):
+    with torch.autocast(
+        x.device.type, dtype=torch.bfloat16, enabled=config.mixed_precision and fast_bf16(x.device)
+    ):
         logits = model(x)
     loss = F.binary_cross_entropy_with_logits(logits.float(), y)
     opt.zero_grad(set_to_none=True)
@@ -188,7 +195,9 @@ def _augment(x: torch.Tensor, resolution: int, gen: torch.Generator) -> torch.Te
     scale = 0.92 + torch.rand(n, generator=gen) * 0.16
     shift = (torch.rand(n, 2, generator=gen) * 2 - 1) * 0.08  # ±4 % of the side, in [-1, 1] units
     cos, sin = torch.cos(angle) / scale, torch.sin(angle) / scale
-    theta = torch.stack([torch.stack([cos, -sin, shift[:, 0]], 1), torch.stack([sin, cos, shift[:, 1]], 1)], 1)
+    theta = torch.stack(
+        [torch.stack([cos, -sin, shift[:, 0]], 1), torch.stack([sin, cos, shift[:, 1]], 1)], 1
+    )
     grid = F.affine_grid(theta, (n, 1, resolution, resolution), align_corners=False)
     x = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
     gamma = torch.exp((torch.rand(n, 1, 1, 1, generator=gen) * 2 - 1) * 0.15)
@@ -210,7 +219,9 @@ def _evaluate(model, images, labels, idx, spec: ModelSpec, device, batch_size: i
         part = idx[b:b + batch_size]
         x = _to_unit(images, part)
         if x.shape[-1] != spec.input_size:
-            x = F.interpolate(x, size=(spec.input_size,) * 2, mode="bilinear", align_corners=False, antialias=True)
+            x = F.interpolate(
+                x, size=(spec.input_size,) * 2, mode="bilinear", align_corners=False, antialias=True
+            )
         x = _normalize(x.to(device), spec).contiguous(memory_format=torch.channels_last)
         probs.append(torch.sigmoid(model(x).float()).cpu().numpy())
     return mean_auroc(labels[idx], np.concatenate(probs))[0]

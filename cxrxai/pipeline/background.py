@@ -23,8 +23,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..store.status import (BACKGROUND_ENV, background_mode, log_path, process_start, read_status,
-                             same_process, status_path)
+from ..store.status import (
+    BACKGROUND_ENV,
+    background_mode,
+    log_path,
+    process_start,
+    read_status,
+    same_process,
+    status_path,
+)
 
 __all__ = ["BACKGROUND_ENV", "PARENT_ENV", "BuildStopped", "StatusWriter", "background_mode",
            "ensure_started", "log_path", "read_status", "status_path", "stop", "stoppable"]
@@ -71,9 +78,15 @@ class StatusWriter:
         name, model, and once the whole plan: ``[round, round name, step name, model]`` per step), kept
         in the status next to the task's own progress."""
         self._stop_here()
-        self.state.update(round=where.get("round"), rounds=where.get("rounds"), round_name=where.get("round_name"),
-                          stage_index=where.get("stage"), stages=where.get("stages"), model=where.get("model"),
-                          step=where.get("name"))
+        self.state.update(
+            round=where.get("round"),
+            rounds=where.get("rounds"),
+            round_name=where.get("round_name"),
+            stage_index=where.get("stage"),
+            stages=where.get("stages"),
+            model=where.get("model"),
+            step=where.get("name"),
+        )
         if where.get("plan") is not None:
             self.state["plan"] = where["plan"]
         self._write(force=True)
@@ -178,8 +191,18 @@ def ensure_started(store_path: str | Path, *, complete: bool, command: list[str]
     status = read_status(store_path)
     if complete or (status is not None and status["running"]):
         return status
-    command = command or [sys.executable, "-m", "cxrxai", "demo", "--phase", "evidence", "--store", str(store_path),
-                          "--status", str(status_path(store_path))]
+    command = command or [
+        sys.executable,
+        "-m",
+        "cxrxai",
+        "demo",
+        "--phase",
+        "evidence",
+        "--store",
+        str(store_path),
+        "--status",
+        str(status_path(store_path)),
+    ]
     env = dict(os.environ if environ is None else environ)
     env.pop(PARENT_ENV, None)
     if background_mode(env) != "keep":
@@ -187,7 +210,8 @@ def ensure_started(store_path: str | Path, *, complete: bool, command: list[str]
     with open(log_path(store_path), "ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env,
-                                cwd=Path(__file__).resolve().parents[2],  # the repository: ``-m cxrxai`` resolves
+                                # the repository: ``-m cxrxai`` resolves
+                                cwd=Path(__file__).resolve().parents[2],
                                 start_new_session=True)  # no Ctrl-C of the server's terminal mid-publish
     status = {"pid": proc.pid, "pid_start": process_start(proc.pid), "phase": "evidence", "state": "running",
               "running": True, "started_at": time.time(), "stage": "starting", "done": 0, "total": 0}

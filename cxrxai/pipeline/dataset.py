@@ -28,8 +28,14 @@ __all__ = ["ANALYSES", "build_dataset", "dataset_stages", "label_problems", "ref
 ANALYSES = ("sweep", "trust", "fidelity")
 
 
-def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None = None, split: str | None = "test",
-                   analyses=(), cases: int = 30) -> list[Stage]:
+def dataset_stages(
+    *,
+    explainers=("gradcam", "gradcam++"),
+    per_label: int | None = None,
+    split: str | None = "test",
+    analyses=(),
+    cases: int = 30,
+) -> list[Stage]:
     """Stages of a real-data precompute: predictions, thresholds, maps of ``explainers`` (the registry's
     cheap ones — CAMs — for every image × label; costly ones for ``per_label`` positive cases per label, or all) on ``split``
     (``None``: every image), then the metrics: localization against the reference reader, the
@@ -51,16 +57,23 @@ def dataset_stages(*, explainers=("gradcam", "gradcam++"), per_label: int | None
         stages.append(Stage("cams", lambda ctx: cam_stage(ctx, plan)))
     if others:
         stages.append(Stage("maps", lambda ctx: maps_stage(ctx, plan)))
-    return stages + [Stage("localization", localization_stage), Stage("second reader", reader_stage),
-                     Stage("baselines", lambda ctx: baseline_stage(ctx, split=split)), Stage("geometry", geometry_stage),
-                     *_analysis_stages(analyses, split, cases)]
+    return stages + [
+        Stage("localization", localization_stage),
+        Stage("second reader", reader_stage),
+        Stage("baselines", lambda ctx: baseline_stage(ctx, split=split)),
+        Stage("geometry", geometry_stage),
+        *_analysis_stages(analyses, split, cases),
+    ]
 
 
 def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
     out = []
     if "sweep" in analyses:
         plan = MapPlan(split=split, cams=(), maps=(), sweep_cases=cases)
-        out += [Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)), Stage("sweep scores", localization_stage)]
+        out += [
+            Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
+            Stage("sweep scores", localization_stage),
+        ]
     if "trust" in analyses:
         out.append(Stage("trust", lambda ctx: trust_stage(ctx, TrustPlan(images=cases))))
     if "fidelity" in analyses:
@@ -113,12 +126,22 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
                            decode_note=images["image_id"].map(decoded.notes))  # what the reader did to a film
     annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
     problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
-    report.update(decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1))
+    report.update(
+        decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1)
+    )
     with write_store(store_path, fresh=fresh) as writer:
         _refuse_old_names(writer, model.spec.name, match, tables)
-        writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
-                           description=tables.description, config=tables.config)
-        writer.put_images(_keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name))
+        writer.put_dataset(
+            tables.name,
+            source=tables.source,
+            labels=list(tables.label_names),
+            root=str(tables.root),
+            description=tables.description,
+            config=tables.config,
+        )
+        writer.put_images(
+            _keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name)
+        )
         writer.put_labels(tables.labels)
         if len(annotations):
             writer.put_annotations(annotations)
@@ -135,10 +158,15 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
             if engine is not None:
                 engine.shutdown()
                 stats = engine.stats
-                report["engine"] = {"name": engine.name, "units": stats["units"], "from_parts": stats["from_parts"],
-                                    "workers": len(stats["worker_pids"]), "nodes": len(stats.get("nodes", ())),
-                                    "modules": sorted(stats.get("modules", ())),
-                                    "pixels_from": sorted(stats.get("pixels_from", ()))}
+                report["engine"] = {
+                    "name": engine.name,
+                    "units": stats["units"],
+                    "from_parts": stats["from_parts"],
+                    "workers": len(stats["worker_pids"]),
+                    "nodes": len(stats.get("nodes", ())),
+                    "modules": sorted(stats.get("modules", ())),
+                    "pixels_from": sorted(stats.get("pixels_from", ())),
+                }
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report
 

@@ -27,8 +27,18 @@ from .scoring import baseline_stage, geometry_stage, localization_stage, reader_
 from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
 from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
 
-__all__ = ["DEMO_DATASET", "EVIDENCE", "FIRST_LOOK", "PHASES", "Evidence", "Round", "build_demo", "demo_stages",
-           "evidence_rounds", "model_evidence_stages"]
+__all__ = [
+    "DEMO_DATASET",
+    "EVIDENCE",
+    "FIRST_LOOK",
+    "PHASES",
+    "Evidence",
+    "Round",
+    "build_demo",
+    "demo_stages",
+    "evidence_rounds",
+    "model_evidence_stages",
+]
 
 DEMO_DATASET = "demo"
 
@@ -98,7 +108,8 @@ class Round:
     main: tuple[Stage, ...]
     extra: tuple[Stage, ...] = ()
     after: tuple[Stage, ...] = ()  # on the demo model, once every model has had its stages of the round
-    same_arch: tuple[Stage, ...] = ()  # instead of ``extra`` for another training of the demo model's architecture
+    # instead of ``extra`` for another training of the demo model's architecture
+    same_arch: tuple[Stage, ...] = ()
 
 
 def evidence_rounds(*, full: bool = False, phase: str = "evidence",
@@ -110,15 +121,21 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
     if phase not in ("evidence", "all"):
         raise UnknownNameError("evidence phase", phase, ("evidence", "all"))
     if full:
-        return [Round("full", tuple(demo_stages(full=True, phase=phase)), tuple(model_evidence_stages(full=True)))]
+        return [
+            Round("full", tuple(demo_stages(full=True, phase=phase)), tuple(model_evidence_stages(full=True)))
+        ]
     rounds = rounds or (("first look", FIRST_LOOK), ("full evidence", EVIDENCE))
     last = rounds[-1][1]
     out = []
     for k, (name, evidence) in enumerate(rounds):
         ahead = last if k < len(rounds) - 1 else None
-        main = [st for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence, ahead=ahead)
-                if st.name != "shortcut"]
-        after = (Stage("shortcut", _shortcut),) if k == 0 else ()  # fine-tuning takes minutes: after both first looks
+        main = [
+            st
+            for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence, ahead=ahead)
+            if st.name != "shortcut"
+        ]
+        # fine-tuning takes minutes: after both first looks
+        after = (Stage("shortcut", _shortcut),) if k == 0 else ()
         extra = model_evidence_stages(evidence=evidence, ahead=ahead)
         cams = tuple(st for st in extra if st.name in SAME_ARCH_STAGES) if k == 0 else ()
         out.append(Round(name, tuple(main), tuple(extra), after, cams))
@@ -128,12 +145,25 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
 def _plans(full: bool, evidence: Evidence, ahead: Evidence | None = None):
     base = MapPlan()
     if full:
-        return base.full(), TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG)), \
-            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion"))
-    maps = tuple(MapConfig(m.method, m.params, max(m.per_label or 0, evidence.per_finding),
-                           None if ahead is None else max(m.per_label or 0, ahead.per_finding)) for m in base.maps)
-    return (replace(base, maps=maps, sweep_cases=evidence.sweep_cases), TrustPlan(images=evidence.trust_images),
-            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")))
+        return (
+            base.full(),
+            TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG)),
+            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")),
+        )
+    maps = tuple(
+        MapConfig(
+            m.method,
+            m.params,
+            max(m.per_label or 0, evidence.per_finding),
+            None if ahead is None else max(m.per_label or 0, ahead.per_finding),
+        )
+        for m in base.maps
+    )
+    return (
+        replace(base, maps=maps, sweep_cases=evidence.sweep_cases),
+        TrustPlan(images=evidence.trust_images),
+        FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")),
+    )
 
 
 def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = EVIDENCE,
@@ -177,11 +207,17 @@ def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE,
     human benchmark, trust (against the main model) and fidelity. The masks' geometry and the
     shortcut are the main model's (geometry does not depend on a model)."""
     plan, trust_plan, fidelity_plan = _plans(full, evidence, ahead)
-    return [Stage("cams", lambda ctx: cam_stage(ctx, plan)), Stage("localization (CAMs)", localization_stage),
-            Stage("maps", lambda ctx: maps_stage(ctx, plan)), Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
-            Stage("localization", localization_stage), Stage("second reader", reader_stage),
-            Stage("baselines", baseline_stage), Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
-            Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan))]
+    return [
+        Stage("cams", lambda ctx: cam_stage(ctx, plan)),
+        Stage("localization (CAMs)", localization_stage),
+        Stage("maps", lambda ctx: maps_stage(ctx, plan)),
+        Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
+        Stage("localization", localization_stage),
+        Stage("second reader", reader_stage),
+        Stage("baselines", baseline_stage),
+        Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
+        Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
+    ]
 
 
 def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
@@ -202,9 +238,14 @@ def _shortcut(ctx) -> dict:
     report = {}
     if not weights.is_file():
         s0 = time.monotonic()
-        train_shortcut_model(setup["control"], config=setup["config"], models_dir=weights.parent,
-                             data_dir=setup["data_dir"], name=weights.stem,
-                             progress=lambda p: ctx.progress("fine-tune the shortcut model", p.step, p.total_steps))
+        train_shortcut_model(
+            setup["control"],
+            config=setup["config"],
+            models_dir=weights.parent,
+            data_dir=setup["data_dir"],
+            name=weights.stem,
+            progress=lambda p: ctx.progress("fine-tune the shortcut model", p.step, p.total_steps),
+        )
         report["trained_s"] = round(time.monotonic() - s0, 1)
     models = {"shortcut": load(weights), "control": load(setup["control"])}
     return {**report, **shortcut_stage(ctx.writer, models, config=setup["config"], data_dir=setup["data_dir"],
@@ -237,7 +278,9 @@ def _round_runs(rnd: Round, model, others: list) -> list[tuple]:
     return runs + ([(None, list(rnd.after))] if rnd.after else [])
 
 
-def _run_context(ctx: BuildContext, other, others: list, eval_ids: list[str], progress: ProgressFn) -> BuildContext:
+def _run_context(
+    ctx: BuildContext, other, others: list, eval_ids: list[str], progress: ProgressFn
+) -> BuildContext:
     """The context one run of a round works in: the main model's own (``other`` None), or another
     model's over ``eval_ids`` (validation + test), compared with the demo model alone for
     reproducibility (not pooled over its seeds) and with other trainings of its own architecture for
@@ -265,8 +308,13 @@ def _run_rounds(ctx: BuildContext, rounds: list[Round], others: list, eval_ids: 
         for other, own in runs:
             name = model.spec.name if other is None else other.spec.name
             prefix = tag if other is None else f"{tag}{name}: "
-            rctx = _run_context(ctx, other, others, eval_ids,
-                                lambda task, done, total, prefix=prefix: progress(f"{prefix}{task}", done, total))
+            rctx = _run_context(
+                ctx,
+                other,
+                others,
+                eval_ids,
+                lambda task, done, total, prefix=prefix: progress(f"{prefix}{task}", done, total),
+            )
             s0, out = time.monotonic(), {}
             for st in own:
                 where.update(stage=where["stage"] + 1, round=r, round_name=rnd.name, name=st.name, model=name)
@@ -315,16 +363,27 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
         if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
             _put_demo_dataset(writer, data, config, data_dir)
         writer.put_model(model.spec, weights_path=str(absolute(model_path)))
-        others = [load(p) for p in extra_models] if phase != "quick" else []  # registered with their predictions
+        # registered with their predictions
+        others = [load(p) for p in extra_models] if phase != "quick" else []
         for path, other in zip(extra_models, others):
             writer.put_model(other.spec, weights_path=str(absolute(path)))
         if others:  # the quick phase registers none: it leaves the evidence build's record alone
             writer.set_meta(CAM_ONLY_META, json.dumps({o.spec.name: model.spec.name for o in others
                                                        if o.spec.arch == model.spec.arch}))
-        options = {"trust_models": others, "prediction_cache": prediction_cache,
-                   "write_prediction_cache": write_prediction_cache, "shortcut": _shortcut_setup(model_path, config, data_dir)}
-        ctx = BuildContext(writer, DEMO_DATASET, model, options=options,
-                           load_images=RowLoader(data.images, [s.image_id for s in data.specs]), progress=progress)
+        options = {
+            "trust_models": others,
+            "prediction_cache": prediction_cache,
+            "write_prediction_cache": write_prediction_cache,
+            "shortcut": _shortcut_setup(model_path, config, data_dir),
+        }
+        ctx = BuildContext(
+            writer,
+            DEMO_DATASET,
+            model,
+            options=options,
+            load_images=RowLoader(data.images, [s.image_id for s in data.specs]),
+            progress=progress,
+        )
         if rounds is None:
             main = stages if stages is not None else demo_stages(phase=phase)
             rounds = [Round("", tuple(main), tuple(extra_stages) if others else ())]

@@ -52,16 +52,31 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
                            "labels_not_in_dataset": list(match.unmatched_outputs)}).with_label_names(labels)
     with np.errstate(divide="ignore"):
         logits = np.log(p) - np.log1p(-p)
-    problems = [tables.problems.assign(stage="adapter"),
-                pd.DataFrame({"file": source, "row": np.flatnonzero(~known.to_numpy()) + 2, "image_id": ids[~known],
-                              "problem": "prediction for an image not in the dataset; prediction skipped",
-                              "stage": "import"}), _unmatched_problems(match, source)]
+    problems = [
+        tables.problems.assign(stage="adapter"),
+        pd.DataFrame(
+            {
+                "file": source,
+                "row": np.flatnonzero(~known.to_numpy()) + 2,
+                "image_id": ids[~known],
+                "problem": "prediction for an image not in the dataset; prediction skipped",
+                "stage": "import",
+            }
+        ),
+        _unmatched_problems(match, source),
+    ]
     if thresholds:
         problems.append(_threshold_problems(labels, thresholds, thresholds_source))
     with write_store(store_path, fresh=fresh) as writer:
         refuse_another_root(writer, tables)
-        writer.put_dataset(tables.name, source=tables.source, labels=list(tables.label_names), root=str(tables.root),
-                           description=tables.description, config=tables.config)
+        writer.put_dataset(
+            tables.name,
+            source=tables.source,
+            labels=list(tables.label_names),
+            root=str(tables.root),
+            description=tables.description,
+            config=tables.config,
+        )
         writer.put_images(tables.images.assign(dataset=tables.name))
         writer.put_labels(tables.labels)
         if len(tables.annotations):
@@ -69,10 +84,15 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         n_problems = writer.put_problems(pd.concat(problems, ignore_index=True).assign(dataset=tables.name))
         writer.put_model(spec)
         writer.put_label_matches(tables.name, model_name, match.rows())
-        writer.put_predictions(model_name, ids[known].tolist(), labels, np.clip(logits, -50, 50).astype(np.float32), p)
+        writer.put_predictions(
+            model_name, ids[known].tolist(), labels, np.clip(logits, -50, 50).astype(np.float32), p
+        )
         if thresholds:
-            rows = [{"label": k, "threshold": float(v), "method": "imported", "criterion": None, "split": None}
-                    for k, v in thresholds.items() if k in labels]
+            rows = [
+                {"label": k, "threshold": float(v), "method": "imported", "criterion": None, "split": None}
+                for k, v in thresholds.items()
+                if k in labels
+            ]
             writer.put_thresholds(model_name, rows)
             report = {"thresholds": len(rows)}
         else:

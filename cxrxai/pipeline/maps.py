@@ -107,7 +107,9 @@ DEMO_PLAN = MapPlan()
 default_config = planned
 
 
-def positive_pairs(writer, dataset: str, split: str | None, labels, *, positive_only: bool = True) -> pd.DataFrame:
+def positive_pairs(
+    writer, dataset: str, split: str | None, labels, *, positive_only: bool = True
+) -> pd.DataFrame:
     """(image_id, label) pairs of the split (``None``: every split; findings only), by default those whose ground truth
     is positive; ``positive_only=False`` gives every image × finding (the full-dataset view)."""
     imgs = writer.images(dataset=dataset, split=split)[["image_id"]]
@@ -116,7 +118,12 @@ def positive_pairs(writer, dataset: str, split: str | None, labels, *, positive_
     keep = long["label"].isin(labels) & (long["label"] != NO_FINDING)
     if positive_only:
         keep &= long["value"] == 1
-    return long[keep].merge(imgs, on="image_id")[["image_id", "label"]].sort_values(["label", "image_id"]).reset_index(drop=True)
+    return (
+        long[keep]
+        .merge(imgs, on="image_id")[["image_id", "label"]]
+        .sort_values(["label", "image_id"])
+        .reset_index(drop=True)
+    )
 
 
 def available(ctx, pairs: pd.DataFrame) -> pd.DataFrame:
@@ -173,7 +180,9 @@ def _compute_params(method: str, stored: dict) -> dict:
     return {k: v for k, v in stored.items() if k in get(method).defaults}
 
 
-def store_values(model, x: torch.Tensor, targets: list[int], method: str, stored: dict) -> list[tuple[np.ndarray, str]]:
+def store_values(
+    model, x: torch.Tensor, targets: list[int], method: str, stored: dict
+) -> list[tuple[np.ndarray, str]]:
     """The native values a build stores for each target of one image and their kind (see the
     registry's ``store``): one computation for all of them where the method has one (occlusion)."""
     meth, params = get(method), _compute_params(method, stored)
@@ -191,9 +200,18 @@ def _missing(writer, model_id: str, method: str, key: str, pairs: pd.DataFrame) 
 
 
 def _row(model, image_id, label, method, params, kind, values, seconds):
-    return {"model_id": model.spec.name, "image_id": image_id, "label": label, "method": method, "params": params,
-            "target": params.get("output", "logit"), "kind": kind, "values": values, "seconds": seconds,
-            "device": model.device.type}
+    return {
+        "model_id": model.spec.name,
+        "image_id": image_id,
+        "label": label,
+        "method": method,
+        "params": params,
+        "target": params.get("output", "logit"),
+        "kind": kind,
+        "values": values,
+        "seconds": seconds,
+        "device": model.device.type,
+    }
 
 
 def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
@@ -202,15 +220,28 @@ def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
     where the method has a closed form for the model (DenseNet)."""
     plan = plan or MapPlan()
     model = ctx.model
-    pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels, positive_only=False))
+    pairs = available(
+        ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels, positive_only=False)
+    )
     params = {m: resolved_params(m, {}, model) for m in plan.cams}
     todo = {m: _missing(ctx.writer, model.spec.name, m, params_key(params[m]), pairs) for m in plan.cams}
     images = sorted(set().union(*[set(t.image_id) for t in todo.values()]))
     wanted = {m: t.groupby("image_id")["label"].apply(list).to_dict() for m, t in todo.items()}
     t0 = time.monotonic()
-    units = [{"kind": "cams", "ids": images[start:start + 16],
-              "methods": {m: {"params": params[m], "wanted": {i: wanted[m].get(i, []) for i in images[start:start + 16]}}
-                          for m in plan.cams}} for start in range(0, len(images), 16)]
+    units = [
+        {
+            "kind": "cams",
+            "ids": images[start : start + 16],
+            "methods": {
+                m: {
+                    "params": params[m],
+                    "wanted": {i: wanted[m].get(i, []) for i in images[start : start + 16]},
+                }
+                for m in plan.cams
+            },
+        }
+        for start in range(0, len(images), 16)
+    ]
     title = " / ".join(get(m).title for m in plan.cams)
     closed = run_units(ctx, units, title)
     return {"images": len(images), "pairs": len(pairs), "closed_form": closed,
@@ -245,7 +276,9 @@ def default_settings(model) -> dict[str, str]:
 def record_defaults(writer, model) -> None:
     """Note each explainer's default setting for ``model`` in the store, so reports score it (and
     not, say, a sweep setting with as many maps) without loading the model."""
-    writer.set_meta(f"default_settings:{model.spec.name}", json.dumps(default_settings(model), sort_keys=True))
+    writer.set_meta(
+        f"default_settings:{model.spec.name}", json.dumps(default_settings(model), sort_keys=True)
+    )
 
 
 def unit_size(unit: dict) -> int:
@@ -289,7 +322,9 @@ def compute_unit(model, load_images, unit: dict) -> tuple[list[dict], dict]:
         x = preprocess(np.asarray(load_images([unit["image_id"]])), model.spec).to(model.device)
         labels = list(unit["labels"])
         t = time.perf_counter()
-        got = store_values(model, x, [model.spec.label_index(lab) for lab in labels], unit["method"], unit["params"])
+        got = store_values(
+            model, x, [model.spec.label_index(lab) for lab in labels], unit["method"], unit["params"]
+        )
         seconds = (time.perf_counter() - t) / (1 if get(unit["method"]).per_image else len(labels))
         return [_row(model, unit["image_id"], lab, unit["method"], unit["params"], kind, values, seconds)
                 for lab, (values, kind) in zip(labels, got)], {}
@@ -343,8 +378,12 @@ def maps_stage(ctx, plan: MapPlan | None = None) -> dict:
         t0 = time.monotonic()
         units = map_units(todo, cfg.method, params)
         run_units(ctx, units, f"{get(cfg.method).title} maps")
-        report[cfg.method] = {"computed": len(todo), "sampled": len(chosen), "units": len(units),
-                              "seconds_per_map": round((time.monotonic() - t0) / len(todo), 3) if len(todo) else None}
+        report[cfg.method] = {
+            "computed": len(todo),
+            "sampled": len(chosen),
+            "units": len(units),
+            "seconds_per_map": round((time.monotonic() - t0) / len(todo), 3) if len(todo) else None,
+        }
     return report
 
 
@@ -379,4 +418,8 @@ def sweep_cases(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
             if queue and len(picks) < n:
                 used.add(queue[0])
                 picks.append((queue.pop(0), lab))
-    return pd.DataFrame(picks, columns=["image_id", "label"]).sort_values(["label", "image_id"]).reset_index(drop=True)
+    return (
+        pd.DataFrame(picks, columns=["image_id", "label"])
+        .sort_values(["label", "image_id"])
+        .reset_index(drop=True)
+    )

@@ -42,17 +42,28 @@ def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verif
         rng = np.random.default_rng(0)
         sample = [todo[i] for i in rng.choice(len(todo), min(verify, len(todo)), replace=False)]
         live = predict_logits(ctx.model, ctx.load_images(sample), batch_size=batch_size)
-        if all(i in cached for i in todo) and np.abs(live - np.stack([cached[i] for i in sample])).max() <= 1e-3:
+        if (
+            all(i in cached for i in todo)
+            and np.abs(live - np.stack([cached[i] for i in sample])).max() <= 1e-3
+        ):
             for start in range(0, len(todo), 2048):
                 ids = todo[start:start + 2048]
                 logits = np.stack([cached[i] for i in ids])
                 ctx.writer.put_predictions(model_id, ids, ctx.model.spec.labels, logits, sigmoid(logits))
-            return {"predicted": len(todo), "skipped": len(done), "from_cache": str(cache), "verified_on": len(sample)}
+            return {
+                "predicted": len(todo),
+                "skipped": len(done),
+                "from_cache": str(cache),
+                "verified_on": len(sample),
+            }
     chunk = 256  # images decoded, predicted and written per step
     engine = ctx.options.get("engine")
     if engine is not None:  # e.g. Ray: the same chunks as units of work
-        engine.run(ctx, [{"kind": "predictions", "ids": todo[s:s + chunk]} for s in range(0, len(todo), chunk)],
-                   "predictions")
+        engine.run(
+            ctx,
+            [{"kind": "predictions", "ids": todo[s : s + chunk]} for s in range(0, len(todo), chunk)],
+            "predictions",
+        )
         return {"predicted": len(todo), "skipped": len(done), "engine": engine.name,
                 "images_per_s": round(len(todo) / (time.monotonic() - t0), 2)}
     for start in range(0, len(todo), chunk):
@@ -119,7 +130,10 @@ def store_thresholds(writer: StoreWriter, model_id: str, *, fallback: dict[str, 
         rows = [{"label": k, "threshold": v, "method": "model spec", "criterion": None, "split": None}
                 for k, v in fallback.items()]
         writer.put_thresholds(model_id, rows)
-        return {"labels": len(rows), "method": "model spec" if rows else f"none (no {split} predictions, none in the spec)"}
+        return {
+            "labels": len(rows),
+            "method": "model spec" if rows else f"none (no {split} predictions, none in the spec)",
+        }
     rows, skipped = [], []
     for label, grp in table.groupby("label", sort=False):
         known = grp.dropna(subset=["ground_truth"])

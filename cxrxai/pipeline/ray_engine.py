@@ -116,8 +116,9 @@ def _ingest(ctx, unit: dict, part: Path) -> None:
     frame = pd.read_parquet(part)
     if unit["kind"] == "predictions":
         logits = np.stack(frame["logits"].to_numpy()).astype(np.float32)
-        ctx.writer.put_predictions(ctx.model.spec.name, frame["image_id"].tolist(), ctx.model.spec.labels, logits,
-                                   sigmoid(logits))
+        ctx.writer.put_predictions(
+            ctx.model.spec.name, frame["image_id"].tolist(), ctx.model.spec.labels, logits, sigmoid(logits)
+        )
         return
     rows = frame.to_dict("records")
     for r in rows:
@@ -137,9 +138,11 @@ def _reachable(address: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as err:
-        raise EngineError(f"cannot reach the Ray cluster at {address!r}: nothing answers at {host}:{port} "
-                          f"({err.strerror or err}). Check the address (ray://HOST:10001 for Ray Client, HOST:6379 "
-                          "from a cluster node) or leave --address out to start a local Ray") from None
+        raise EngineError(
+            f"cannot reach the Ray cluster at {address!r}: nothing answers at {host}:{port} "
+            f"({err.strerror or err}). Check the address (ray://HOST:10001 for Ray Client, HOST:6379 "
+            "from a cluster node) or leave --address out to start a local Ray"
+        ) from None
 
 
 class RayEngine:
@@ -164,8 +167,11 @@ class RayEngine:
         """What every worker gets: this ``cxrxai`` package, an empty working directory (so the
         driver's own directory is not put on the workers' path) and the test hook's variable."""
         self._working_dir = self._working_dir or tempfile.TemporaryDirectory(prefix="cxrxai-ray-")
-        env = {"py_modules": [str(Path(__file__).resolve().parents[1])], "working_dir": self._working_dir.name,
-               "excludes": ["__pycache__", "*.pyc"]}
+        env = {
+            "py_modules": [str(Path(__file__).resolve().parents[1])],
+            "working_dir": self._working_dir.name,
+            "excludes": ["__pycache__", "*.pyc"],
+        }
         if os.environ.get("CXRXAI_RAY_UNIT_DELAY"):
             env["env_vars"] = {"CXRXAI_RAY_UNIT_DELAY": os.environ["CXRXAI_RAY_UNIT_DELAY"]}
         return env
@@ -179,16 +185,19 @@ class RayEngine:
         common = {"ignore_reinit_error": True, "logging_level": "ERROR", "log_to_driver": False,
                   "runtime_env": self.runtime_env()}
         try:
-            if self.address is None:  # "local": a new Ray of its own, never a `ray start` cluster found on this machine
+            # "local": a new Ray of its own, never a `ray start` cluster found on this machine
+            if self.address is None:
                 ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False, **common)
             else:
                 ray.init(address=self.address, **common)
         except Exception as err:  # Ray raises ConnectionError, RuntimeError or ValueError by version
             where = f"the Ray cluster at {self.address!r}" if self.address else "a local Ray"
-            raise EngineError(f"cannot start or reach {where}: {type(err).__name__}: {err}. Check the address "
-                              "(ray://HOST:10001 for Ray Client, HOST:6379 from a cluster node), and with token "
-                              "authentication (RAY_AUTH_MODE=token) the cluster's token (RAY_AUTH_TOKEN_PATH), or "
-                              "leave --address out to start a local Ray") from None
+            raise EngineError(
+                f"cannot start or reach {where}: {type(err).__name__}: {err}. Check the address "
+                "(ray://HOST:10001 for Ray Client, HOST:6379 from a cluster node), and with token "
+                "authentication (RAY_AUTH_MODE=token) the cluster's token (RAY_AUTH_TOKEN_PATH), or "
+                "leave --address out to start a local Ray"
+            ) from None
         self._ray = ray
         self._task = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(_run_unit)
         self.window = max(4, 2 * int(ray.cluster_resources().get("CPU", 2)))
@@ -237,7 +246,8 @@ class RayEngine:
         ray = self.start()
         model_ref, pending, queue = ray.put(ctx.model), {}, list(reversed(todo))
         while queue or pending:
-            while queue and len(pending) < self.window:  # the images of a few units in the object store at once
+            # the images of a few units in the object store at once
+            while queue and len(pending) < self.window:
                 unit, part = queue.pop()
                 ids = unit_image_ids(unit)
                 images = RowLoader(np.array(ctx.load_images(ids)), ids)  # a copy: never a memmap's path

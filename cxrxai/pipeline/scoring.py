@@ -29,8 +29,17 @@ from ..metrics.localization import (
 from ..metrics.registry import score_map, segment_and_score
 from ..store import params_key
 
-__all__ = ["BASELINES", "REFERENCE", "average_masks", "baseline_stage", "geometry_stage", "image_sizes", "localization_stage",
-           "reader_stage", "truth_by_case"]
+__all__ = [
+    "BASELINES",
+    "REFERENCE",
+    "average_masks",
+    "baseline_stage",
+    "geometry_stage",
+    "image_sizes",
+    "localization_stage",
+    "reader_stage",
+    "truth_by_case",
+]
 
 BASELINES = ("average_mask", "random")
 
@@ -50,7 +59,9 @@ def image_sizes(images: pd.DataFrame, annotations: pd.DataFrame) -> dict[str, tu
     known = images.dropna(subset=["height", "width"])
     sizes.update(zip(known.image_id, zip(known.height.astype(int), known.width.astype(int))))
     masks = annotations[(annotations.kind == "mask") & ~annotations.image_id.isin(set(sizes))]
-    for img, h, w in masks[["image_id", "mask_height", "mask_width"]].drop_duplicates("image_id").itertuples(index=False):
+    for img, h, w in (
+        masks[["image_id", "mask_height", "mask_width"]].drop_duplicates("image_id").itertuples(index=False)
+    ):
         sizes[img] = (int(h), int(w))
     return sizes
 
@@ -119,11 +130,24 @@ def localization_stage(ctx) -> dict:
             size = sizes.get(stored.image_id, native.shape)
             for reader, mask in readers.items():
                 truth = mask if mask is not None else np.zeros(size, bool)
-                rows.append({"model_id": mid, "image_id": stored.image_id, "label": stored.label, "method": method,
-                             "params_key": key, "reader": reader, "prob": float(p["prob"]),
-                             "predicted": bool(p["predicted"]) if pd.notna(p["predicted"]) else None,
-                             **segment_and_score(native, truth, prob=float(p["prob"]), threshold=float(
-                                 p["threshold"]) if pd.notna(p["threshold"]) else None).scores})
+                rows.append(
+                    {
+                        "model_id": mid,
+                        "image_id": stored.image_id,
+                        "label": stored.label,
+                        "method": method,
+                        "params_key": key,
+                        "reader": reader,
+                        "prob": float(p["prob"]),
+                        "predicted": bool(p["predicted"]) if pd.notna(p["predicted"]) else None,
+                        **segment_and_score(
+                            native,
+                            truth,
+                            prob=float(p["prob"]),
+                            threshold=float(p["threshold"]) if pd.notna(p["threshold"]) else None,
+                        ).scores,
+                    }
+                )
             n += 1
             if len(rows) >= 500:
                 ctx.writer.put_table("localization", pd.DataFrame(rows))
@@ -175,7 +199,9 @@ def average_masks(masks: list[np.ndarray]) -> np.ndarray:
     if len(shapes) == 1:
         return np.mean(masks, axis=0)
     grid = (AVERAGE_GRID, AVERAGE_GRID)
-    return np.mean([cv2.resize(m.astype(np.float32), grid[::-1], interpolation=cv2.INTER_AREA) for m in masks], axis=0)
+    return np.mean(
+        [cv2.resize(m.astype(np.float32), grid[::-1], interpolation=cv2.INTER_AREA) for m in masks], axis=0
+    )
 
 
 def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed: int = 0) -> dict:
@@ -202,8 +228,18 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
             if reader != REFERENCE or label not in averages or label == NO_FINDING:
                 continue
             for name, m in (("average_mask", averages[label]), ("random", rng.random(sizes[img]))):
-                rows.append({"model_id": mid, "image_id": img, "label": label, "source": "baseline", "method": name,
-                             "params_key": params_key({}), "reader": reader, **score_map(m, mask)})
+                rows.append(
+                    {
+                        "model_id": mid,
+                        "image_id": img,
+                        "label": label,
+                        "source": "baseline",
+                        "method": name,
+                        "params_key": params_key({}),
+                        "reader": reader,
+                        **score_map(m, mask),
+                    }
+                )
     if rows:
         ctx.writer.put_table("localization", pd.DataFrame(rows))
     without = sorted(set(ctx.model.spec.labels) - set(averages) - {NO_FINDING})
@@ -233,11 +269,23 @@ def reader_stage(ctx) -> dict:
         for reader in others:
             pts = g[(g.reader == reader) & (g.kind == "point")][["x", "y"]].to_numpy()
             mask = masks.get((label, reader), np.zeros(sizes[img], bool))
-            rows.append({"model_id": mid, "image_id": img, "label": label, "source": "reader", "method": reader,
-                         "params_key": params_key({}), "reader": REFERENCE, "gt_positive": bool(truth.any()),
-                         "iou": iou(mask, truth), "iou_full": iou(mask, truth, convention="full"),
-                         "hit": points_hit(pts, truth) if len(pts) else np.nan,
-                         "pred_area": float(mask.mean()), "gt_area": float(truth.mean())})
+            rows.append(
+                {
+                    "model_id": mid,
+                    "image_id": img,
+                    "label": label,
+                    "source": "reader",
+                    "method": reader,
+                    "params_key": params_key({}),
+                    "reader": REFERENCE,
+                    "gt_positive": bool(truth.any()),
+                    "iou": iou(mask, truth),
+                    "iou_full": iou(mask, truth, convention="full"),
+                    "hit": points_hit(pts, truth) if len(pts) else np.nan,
+                    "pred_area": float(mask.mean()),
+                    "gt_area": float(truth.mean()),
+                }
+            )
     if rows:
         ctx.writer.put_table("localization", pd.DataFrame(rows))
     return {"readers": others, "cases": len(rows)}
@@ -255,7 +303,9 @@ def geometry_stage(ctx) -> dict:
     truths, _, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="geometry")
     _put_problems(ctx, problems)
     rows = []
-    for (img, label, reader), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label", "reader"]):
+    for (img, label, reader), g in ann[ann.image_id.isin(set(truths))].groupby(
+        ["image_id", "label", "reader"]
+    ):
         mask = truths[img][(label, reader)]
         n_inst = int(g["instance"].nunique())
         for rule in geometry.DOMINANT:

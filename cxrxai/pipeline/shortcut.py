@@ -32,8 +32,16 @@ from ..postprocess import positive, upsample
 from ..store import params_key
 from .maps import _compute_params, resolved_params
 
-__all__ = ["SHORTCUT_LABEL", "SHORTCUT_MODEL", "SHORTCUT_TRAIN", "ShortcutPlan", "shortcut_config", "shortcut_panels",
-           "shortcut_stage", "train_shortcut_model"]
+__all__ = [
+    "SHORTCUT_LABEL",
+    "SHORTCUT_MODEL",
+    "SHORTCUT_TRAIN",
+    "ShortcutPlan",
+    "shortcut_config",
+    "shortcut_panels",
+    "shortcut_stage",
+    "train_shortcut_model",
+]
 
 SHORTCUT_LABEL = "Nodule"
 #: Name (weights file stem) of the demo's shortcut model.
@@ -52,16 +60,31 @@ def shortcut_config(base: PhantomConfig | None = None, *, n_images: int = 1500, 
                    shortcut=Shortcut(label, p_positive=0.9, p_negative=0.05, splits=("train", "val")))
 
 
-def train_shortcut_model(control: str | Path, *, config: PhantomConfig, models_dir: str | Path,
-                         data_dir: str | Path, name: str = SHORTCUT_MODEL, train_config: TrainConfig = SHORTCUT_TRAIN,
-                         input_size: int | None = None, progress: Callable | None = None) -> Path:
+def train_shortcut_model(
+    control: str | Path,
+    *,
+    config: PhantomConfig,
+    models_dir: str | Path,
+    data_dir: str | Path,
+    name: str = SHORTCUT_MODEL,
+    train_config: TrainConfig = SHORTCUT_TRAIN,
+    input_size: int | None = None,
+    progress: Callable | None = None,
+) -> Path:
     """Fine-tune the control model's weights on the shortcut cohort; returns the weights path."""
     from ..models.demo_model import train_demo_model
 
     control_model = load(control, device="cpu")
     tc = replace(train_config, arch=control_model.spec.arch, init_from=str(Path(control).with_suffix(".pt")))
-    _, path = train_demo_model(name=name, config=config, train_config=tc, models_dir=models_dir, data_dir=data_dir,
-                               input_size=input_size or control_model.spec.input_size, progress=progress)
+    _, path = train_demo_model(
+        name=name,
+        config=config,
+        train_config=tc,
+        models_dir=models_dir,
+        data_dir=data_dir,
+        input_size=input_size or control_model.spec.input_size,
+        progress=progress,
+    )
     return path
 
 
@@ -72,7 +95,11 @@ class ShortcutPlan:
     positives: int = 20
     negatives: int = 20
     methods: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = (
-        ("gradcam", ()), ("gradcam++", ()), ("saliency", (("reduce", "abs_sum"),)), ("ig", ()), ("gradientshap", ()),
+        ("gradcam", ()),
+        ("gradcam++", ()),
+        ("saliency", (("reduce", "abs_sum"),)),
+        ("ig", ()),
+        ("gradientshap", ()),
         ("occlusion", (("patch", 32), ("stride", 16))),
     )
     zone: float = 0.04
@@ -85,20 +112,31 @@ def _cases(data, label: str, plan: ShortcutPlan) -> list[int]:
     rng = np.random.default_rng(plan.seed)
     pos = [i for i in test if label in data.specs[i].findings]
     neg = [i for i in test if label not in data.specs[i].findings]
-    pick = lambda rows, n: sorted(rng.choice(rows, size=min(n, len(rows)), replace=False).tolist())  # noqa: E731
+
+    def pick(rows, n):
+        return sorted(rng.choice(rows, size=min(n, len(rows)), replace=False).tolist())
+
     return pick(pos, plan.positives) + pick(neg, plan.negatives)
 
 
 def _thumb(m: np.ndarray, size: int) -> list[float]:
     m = np.clip(m, 0, None)
     top = float(m.max())
-    small = cv2.resize((m / top if top > 0 else m).astype(np.float32), (size, size), interpolation=cv2.INTER_AREA)
+    small = cv2.resize(
+        (m / top if top > 0 else m).astype(np.float32), (size, size), interpolation=cv2.INTER_AREA
+    )
     return small.ravel().tolist()
 
 
-def shortcut_stage(writer, models: dict[str, LoadedModel], *, config: PhantomConfig, data_dir: str | Path,
-                   plan: ShortcutPlan = ShortcutPlan(), progress: Callable[[str, int, int], None] | None = None
-                   ) -> dict:
+def shortcut_stage(
+    writer,
+    models: dict[str, LoadedModel],
+    *,
+    config: PhantomConfig,
+    data_dir: str | Path,
+    plan: ShortcutPlan = ShortcutPlan(),
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Score every explainer of ``plan`` under each model of ``models`` (role → model: ``shortcut``
     and ``control``) on the marked test cases of the shortcut cohort; rows already stored are kept."""
     if set(models) != {"shortcut", "control"}:
@@ -111,7 +149,10 @@ def shortcut_stage(writer, models: dict[str, LoadedModel], *, config: PhantomCon
     wanted = {(m.spec.name, data.specs[i].image_id, method) for m in models.values() for i in rows_idx
               for method, _ in plan.methods}
     if wanted <= done:  # a resumed build: nothing to render or predict again
-        return {"cases": len(rows_idx), **{role: {"model": m.spec.name, "computed": 0} for role, m in models.items()}}
+        return {
+            "cases": len(rows_idx),
+            **{role: {"model": m.spec.name, "computed": 0} for role, m in models.items()},
+        }
     marked = [render(replace(data.specs[i], shortcut=True), config) for i in rows_idx]
     with_marker = np.stack([c.image for c in marked])
     plain = np.asarray(data.images[rows_idx])
@@ -133,11 +174,24 @@ def shortcut_stage(writer, models: dict[str, LoadedModel], *, config: PhantomCon
                     continue
                 m = explain(model, x, t, method, **_compute_params(method, stored))
                 m = upsample(positive(m), zone.shape) if m.shape != zone.shape else positive(m)
-                rows.append({"model_id": model.spec.name, "role": role, "image_id": spec.image_id, "label": label,
-                             "method": method, "params_key": params_key(stored), "gt_positive": label in spec.findings,
-                             "prob": float(p_with[k]), "prob_without": float(p_without[k]),
-                             **mass_shares(m, zone, lesion), "thumb": _thumb(m, plan.thumb), "thumb_size": plan.thumb,
-                             "generator_key": spec.to_json(), "phantom_config": config.to_json()})
+                rows.append(
+                    {
+                        "model_id": model.spec.name,
+                        "role": role,
+                        "image_id": spec.image_id,
+                        "label": label,
+                        "method": method,
+                        "params_key": params_key(stored),
+                        "gt_positive": label in spec.findings,
+                        "prob": float(p_with[k]),
+                        "prob_without": float(p_without[k]),
+                        **mass_shares(m, zone, lesion),
+                        "thumb": _thumb(m, plan.thumb),
+                        "thumb_size": plan.thumb,
+                        "generator_key": spec.to_json(),
+                        "phantom_config": config.to_json(),
+                    }
+                )
                 if progress:
                     progress("shortcut maps", step, total)
         if rows:
@@ -148,7 +202,7 @@ def shortcut_stage(writer, models: dict[str, LoadedModel], *, config: PhantomCon
 
 
 def shortcut_panels(rows: pd.DataFrame, image_id: str, *, zone: float = ShortcutPlan.zone) -> list[dict]:
-    """Film panels (see :func:`cxrxai.film.film_grid`) of one marked case: one per stored
+    """Film panels (see :func:`cxrxai.present.film.film_grid`) of one marked case: one per stored
     (role, explainer), the case re-rendered with its marker, the lesion as the reference reader
     and the marker zone as reader ``shortcut``; shortcut model first, explainers in stored order."""
     case_rows = rows[rows.image_id == image_id]
@@ -160,7 +214,13 @@ def shortcut_panels(rows: pd.DataFrame, image_id: str, *, zone: float = Shortcut
     panels = []
     for r in case_rows.sort_values(["role", "method"], ascending=[False, True]).itertuples():
         side = int(r.thumb_size)
-        panels.append({"image": case.image, "saliency": np.asarray(r.thumb, np.float32).reshape(side, side),
-                       "masks": masks, "title": f"{r.method} · {r.role} ({r.model_id}) · p={r.prob:.2f}, "
-                                                f"without marker {r.prob_without:.2f} · marker share {r.marker_share:.0%}"})
+        panels.append(
+            {
+                "image": case.image,
+                "saliency": np.asarray(r.thumb, np.float32).reshape(side, side),
+                "masks": masks,
+                "title": f"{r.method} · {r.role} ({r.model_id}) · p={r.prob:.2f}, "
+                f"without marker {r.prob_without:.2f} · marker share {r.marker_share:.0%}",
+            }
+        )
     return panels

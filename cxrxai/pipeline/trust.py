@@ -20,13 +20,22 @@ from ..explain import explain, native_map
 from ..explain._common import baseline_tensor
 from ..metrics import fidelity, trust
 from ..models.inference import forward_batch_size
+from ..models.randomize import randomization_steps
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
 from ..postprocess import positive, upsample
 from ..store import main_rows
 from .maps import available, default_settings, positive_pairs
 
-__all__ = ["TRUST_IG", "FidelityPlan", "TrustPlan", "fidelity_cases", "fidelity_stage", "trust_map", "trust_stage"]
+__all__ = [
+    "TRUST_IG",
+    "FidelityPlan",
+    "TrustPlan",
+    "fidelity_cases",
+    "fidelity_stage",
+    "trust_map",
+    "trust_stage",
+]
 
 #: Integrated Gradients as Arun et al. test it; it triples the demo's trust stage on a CPU, so only
 #: the full build (``cxrxai demo --full``) adds it to the default methods.
@@ -37,7 +46,9 @@ TRUST_IG = ("ig", (("steps", 16), ("reduce", "abs_sum")))
 class TrustPlan:
     images: int = 6
     methods: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = (
-        ("gradcam", ()), ("saliency", (("reduce", "abs_sum"),)), ("guided_backprop", (("reduce", "abs_sum"),)),
+        ("gradcam", ()),
+        ("saliency", (("reduce", "abs_sum"),)),
+        ("guided_backprop", (("reduce", "abs_sum"),)),
     )
     data_ranges: tuple[float, ...] = (1.0, 2.0)
     pairs: int = 50
@@ -80,7 +91,11 @@ def _todo(ctx, methods: dict, ids: list[str]) -> tuple[dict, dict]:
     have = ctx.writer.table("trust", model_id=ctx.model.spec.name)
 
     def todo(method: str, kind: str, other: str = "") -> list[int]:
-        rows = have[(have.method == method) & (have.kind == kind) & (have.other_model == other)] if len(have) else have
+        rows = (
+            have[(have.method == method) & (have.kind == kind) & (have.other_model == other)]
+            if len(have)
+            else have
+        )
         done = set(rows.image_id) if len(rows) else set()
         return [i for i, image_id in enumerate(ids) if image_id not in done]
 
@@ -113,26 +128,60 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
 
     def add(method, kind, i, step, step_index, other, a, b):
         for dr in plan.data_ranges:
-            rows.append({"model_id": mid, "method": method, "kind": kind, "image_id": ids[i],
-                         "label": cases.label.iloc[i], "step": step, "step_index": step_index, "other_model": other,
-                         "data_range": dr, "ssim": trust.ssim(a, b, data_range=dr)})
+            rows.append(
+                {
+                    "model_id": mid,
+                    "method": method,
+                    "kind": kind,
+                    "image_id": ids[i],
+                    "label": cases.label.iloc[i],
+                    "step": step,
+                    "step_index": step_index,
+                    "other_model": other,
+                    "data_range": dr,
+                    "ssim": trust.ssim(a, b, data_range=dr),
+                }
+            )
 
     # The trained model's maps: every image's for a method whose thresholds are redrawn, else those compared.
-    need = {m: range(len(ids)) if m in rand else sorted({i for (mm, _), (_, _, t) in compare.items() if mm == m for i in t})
-            for m in methods}
-    originals = {m: {i: trust_map(model, x[i:i + 1], targets[i], m, dict(methods[m])) for i in need[m]} for m in methods}
-    steps = list(trust.randomization_steps(model.module, seed=plan.seed)) if rand else []
+    need = {
+        m: range(len(ids))
+        if m in rand
+        else sorted({i for (mm, _), (_, _, t) in compare.items() if mm == m for i in t})
+        for m in methods
+    }
+    originals = {
+        m: {i: trust_map(model, x[i : i + 1], targets[i], m, dict(methods[m])) for i in need[m]}
+        for m in methods
+    }
+    steps = list(randomization_steps(model.module, seed=plan.seed)) if rand else []
     for m in rand:
         maps = [originals[m][i] for i in range(len(ids))]
         for dr in plan.data_ranges:
             thr = trust.degradation_threshold(maps, n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
-            rows.append({"model_id": mid, "method": m, "kind": "threshold", "image_id": "*", "label": "*",
-                         "step": "original", "step_index": 0, "other_model": "", "data_range": dr, "ssim": thr})
+            rows.append(
+                {
+                    "model_id": mid,
+                    "method": m,
+                    "kind": "threshold",
+                    "image_id": "*",
+                    "label": "*",
+                    "step": "original",
+                    "step_index": 0,
+                    "other_model": "",
+                    "data_range": dr,
+                    "ssim": thr,
+                }
+            )
     for k, (step, module) in enumerate(steps):
         randomized_model = LoadedModel(module, model.spec, model.device)
         for m, new in rand.items():
             for i in new:
-                mp = originals[m][i] if k == 0 else trust_map(randomized_model, x[i:i + 1], targets[i], m, dict(methods[m]))
+                mp = (
+                    originals[m][i]
+                    if k == 0
+                    else trust_map(randomized_model, x[i : i + 1], targets[i], m, dict(methods[m]))
+                )
                 add(m, "randomization", i, step, k, "", mp, originals[m][i])
         ctx.progress("cascading randomization", k + 1, len(steps))
     for (m, name), (other, kind, new) in compare.items():
@@ -157,7 +206,9 @@ def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:
     return main_rows(index, default_settings(model))
 
 
-def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.DataFrame | None = None) -> pd.DataFrame:
+def fidelity_cases(
+    ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """``plan.cases`` positive (image, finding) pairs, one per image, drawn with ``plan.seed`` among the
     pairs with a stored map of the most plan methods: where every method has a map of ``plan.cases``
     images, every method is scored on the same cases (a paired comparison). Among pairs with as many
@@ -169,13 +220,22 @@ def fidelity_cases(ctx, index: pd.DataFrame, plan: FidelityPlan, scored: pd.Data
     pairs = pairs.merge(methods, on=["image_id", "label"]).sample(frac=1.0, random_state=plan.seed)
     done = set() if scored is None else set(zip(scored.image_id, scored.label))
     pairs["scored"] = [(i, lab) in done for i, lab in zip(pairs.image_id, pairs.label)]
-    pairs = pairs.sort_values(["methods", "scored"], ascending=False, kind="stable").groupby("image_id", sort=False).head(1)
-    return pairs.head(plan.cases).sort_values(["image_id", "label"])[["image_id", "label"]].reset_index(drop=True)
+    pairs = (
+        pairs.sort_values(["methods", "scored"], ascending=False, kind="stable")
+        .groupby("image_id", sort=False)
+        .head(1)
+    )
+    return (
+        pairs.head(plan.cases)
+        .sort_values(["image_id", "label"])[["image_id", "label"]]
+        .reset_index(drop=True)
+    )
 
 
 def _mean_image(ctx, spec) -> torch.Tensor:
     test_ids = available(ctx, ctx.writer.images(dataset=ctx.dataset, split=_split(ctx))).image_id.tolist()
-    mean_img = sum(np.asarray(ctx.load_images(test_ids[i:i + 256]), np.float64).sum(0)  # in chunks: any dataset size
+    # in chunks: any dataset size
+    mean_img = sum(np.asarray(ctx.load_images(test_ids[i:i + 256]), np.float64).sum(0)
                    for i in range(0, len(test_ids), 256)) / len(test_ids)
     return preprocess((mean_img / 255.0).astype(np.float32), spec)
 
@@ -197,23 +257,43 @@ def _fidelity_rows(ctx, plan: FidelityPlan, units: pd.DataFrame, mean_fill: torc
     batch = forward_batch_size(model.device)  # 8 on a CPU: a case's 701 passes at 32 took 1.5× as long
     faith = fidelity.faithfulness_correlations(score, x, attrs, fills["black"], iterations=plan.iterations,
                                                subset=plan.subset, seed=plan.seed, batch=batch)
-    random_del = {name: fidelity.perturbation_curve(score, x, attrs[0], fill, region=plan.region, order="random",
-                                                    seed=plan.seed, batch=batch) for name, fill in fills.items()}
+    random_del = {
+        name: fidelity.perturbation_curve(
+            score, x, attrs[0], fill, region=plan.region, order="random", seed=plan.seed, batch=batch
+        )
+        for name, fill in fills.items()
+    }
     rows = []
     for r, attr, faithfulness in zip(units.itertuples(index=False), attrs, faith):
-        row = {"model_id": mid, "image_id": image_id, "label": label, "method": r.method, "params_key": r.params_key,
-               "region": plan.region, "faithfulness": faithfulness}
+        row = {
+            "model_id": mid,
+            "image_id": image_id,
+            "label": label,
+            "method": r.method,
+            "params_key": r.params_key,
+            "region": plan.region,
+            "faithfulness": faithfulness,
+        }
         for name, fill in fills.items():
             xs, rand = random_del[name]
             _, deletion = fidelity.perturbation_curve(score, x, attr, fill, region=plan.region, batch=batch)
-            _, insertion = fidelity.perturbation_curve(score, x, attr, fill, mode="insertion", region=plan.region,
-                                                       batch=batch)
-            row.update({f"audc_{name}": fidelity.curve_area(xs, deletion), f"auic_{name}": fidelity.curve_area(xs, insertion),
-                        f"audc_random_{name}": fidelity.curve_area(xs, rand),
-                        f"audc_diff_{name}": fidelity.audc_diff(deletion, rand, xs),
-                        f"deletion_{name}": deletion, f"deletion_random_{name}": rand, f"insertion_{name}": insertion})
-        row["audc_diff_mean_normalized"] = fidelity.normalized_audc_diff(row["audc_diff_mean"], row["deletion_mean"],
-                                                                         row["deletion_black"])
+            _, insertion = fidelity.perturbation_curve(
+                score, x, attr, fill, mode="insertion", region=plan.region, batch=batch
+            )
+            row.update(
+                {
+                    f"audc_{name}": fidelity.curve_area(xs, deletion),
+                    f"auic_{name}": fidelity.curve_area(xs, insertion),
+                    f"audc_random_{name}": fidelity.curve_area(xs, rand),
+                    f"audc_diff_{name}": fidelity.audc_diff(deletion, rand, xs),
+                    f"deletion_{name}": deletion,
+                    f"deletion_random_{name}": rand,
+                    f"insertion_{name}": insertion,
+                }
+            )
+        row["audc_diff_mean_normalized"] = fidelity.normalized_audc_diff(
+            row["audc_diff_mean"], row["deletion_mean"], row["deletion_black"]
+        )
         rows.append(row)
     return rows
 
@@ -226,10 +306,16 @@ def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
     index = ctx.writer.map_index(model_id=mid)
     index = _main_setting(index[index.method.isin(plan.methods)], ctx.model)
     done = ctx.writer.table("fidelity", model_id=mid)
-    done = done.merge(index[["method", "params_key"]].drop_duplicates(), on=["method", "params_key"]) if len(done) else None
+    done = (
+        done.merge(index[["method", "params_key"]].drop_duplicates(), on=["method", "params_key"])
+        if len(done)
+        else None
+    )
     chosen = index.merge(fidelity_cases(ctx, index, plan, done), on=["image_id", "label"])
     have = set() if done is None else set(zip(done.image_id, done.label, done.method))
-    chosen = chosen[[(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]]
+    chosen = chosen[
+        [(i, lab, m) not in have for i, lab, m in zip(chosen.image_id, chosen.label, chosen.method)]
+    ]
     if chosen.empty:
         return {"computed": 0}
     mean_fill = _mean_image(ctx, ctx.model.spec).to(ctx.model.device)

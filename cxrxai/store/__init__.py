@@ -14,5 +14,18 @@ from ._schema import CAM_ONLY_META, SCHEMA_VERSION
 from ._settings import main_rows, main_settings, setting_names
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
-__all__ = ["CAM_ONLY_META", "SCHEMA_VERSION", "Store", "StoreWriter", "StoredMap", "main_rows", "main_settings", "open_store", "params_key",
-           "reroot_dataset", "reroot_model", "setting_names", "write_store"]
+__all__ = [
+    "CAM_ONLY_META",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreWriter",
+    "StoredMap",
+    "main_rows",
+    "main_settings",
+    "open_store",
+    "params_key",
+    "reroot_dataset",
+    "reroot_model",
+    "setting_names",
+    "write_store",
+]

@@ -41,8 +41,24 @@ class StoredMap:
     device: str | None
 
 
-_IMAGE_COLUMNS = ("image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin", "view",
-                  "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note")
+_IMAGE_COLUMNS = (
+    "image_id",
+    "dataset",
+    "path",
+    "generator_key",
+    "patient_id",
+    "sex",
+    "age",
+    "age_bin",
+    "view",
+    "split",
+    "width",
+    "height",
+    "sex_source",
+    "age_source",
+    "view_source",
+    "decode_note",
+)
 
 
 class Queries(AuditQueries):
@@ -115,7 +131,9 @@ class Queries(AuditQueries):
         if not self.has_table("problems"):
             return pd.DataFrame(columns=["dataset", "stage", "file", "row", "image_id", "problem"])
         where, params = _where(dataset=dataset)
-        return self._df(f'SELECT * FROM problems{where} ORDER BY dataset, stage, file, "row", image_id', params)
+        return self._df(
+            f'SELECT * FROM problems{where} ORDER BY dataset, stage, file, "row", image_id', params
+        )
 
     def problem_counts(self) -> pd.DataFrame:
         """Problems per dataset and stage (adapter, decode, import, localization...)."""
@@ -196,7 +214,9 @@ class Queries(AuditQueries):
     def annotations(self, *, image_id: str | None = None, label: str | None = None,
                     reader: str | None = None) -> pd.DataFrame:
         where, params = _where(image_id=image_id, label=label, reader=reader)
-        return self._df(f"SELECT * FROM annotations{where} ORDER BY image_id, label, reader, instance", params)
+        return self._df(
+            f"SELECT * FROM annotations{where} ORDER BY image_id, label, reader, instance", params
+        )
 
     def annotation_readers(self) -> pd.DataFrame:
         """dataset, reader, n (annotation rows): who drew each dataset's annotations (one aggregate query)."""
@@ -230,7 +250,10 @@ class Queries(AuditQueries):
         )
 
     def predicted_image_ids(self, model_id: str) -> set[str]:
-        return {r[0] for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])}
+        return {
+            r[0]
+            for r in self._rows("SELECT DISTINCT image_id FROM predictions WHERE model_id = ?", [model_id])
+        }
 
     def predicted_labels(self, model_id: str) -> set[str]:
         """The labels ``model_id`` has predictions under."""
@@ -239,8 +262,11 @@ class Queries(AuditQueries):
 
     def prediction_splits(self, model_id: str) -> dict[str, int]:
         """Images with a prediction of ``model_id``, per split (a missing split reads "none")."""
-        rows = self._rows("SELECT coalesce(i.split, 'none'), count(*) FROM images i SEMI JOIN (SELECT image_id FROM "
-                          "predictions WHERE model_id = ?) p USING (image_id) GROUP BY ALL ORDER BY ALL", [model_id])
+        rows = self._rows(
+            "SELECT coalesce(i.split, 'none'), count(*) FROM images i SEMI JOIN (SELECT image_id FROM "
+            "predictions WHERE model_id = ?) p USING (image_id) GROUP BY ALL ORDER BY ALL",
+            [model_id],
+        )
         return {str(split): int(n) for split, n in rows}
 
     def thresholds(self, model_id: str) -> pd.DataFrame:
@@ -274,8 +300,14 @@ class Queries(AuditQueries):
             raise UnknownNameError("metric table", name, METRIC_TABLES)
         if not self.has_table(name):
             return pd.DataFrame()
-        cols = {r[0] for r in self._rows("SELECT column_name FROM information_schema.columns "
-                                         "WHERE table_catalog = current_database() AND table_name = ?", [name])}
+        cols = {
+            r[0]
+            for r in self._rows(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_catalog = current_database() AND table_name = ?",
+                [name],
+            )
+        }
         legacy = name == "localization" and "source" not in cols  # a store of schema v2, read as it is
         later = {k: filters.pop(k) for k in ("source", "method") if legacy and k in filters}
         unknown = set(filters) - cols - ({"source"} if legacy else set())
@@ -298,15 +330,20 @@ class Queries(AuditQueries):
             raise UnknownNameError("metric table", name, METRIC_TABLES)
         if not self.has_table(name):
             return pd.DataFrame(columns=["method", "params_key", "n"])
-        return self._df(f"SELECT method, params_key, count(*) AS n FROM {name} WHERE model_id = ? GROUP BY ALL "
-                        "ORDER BY method, params_key", [model_id])
+        return self._df(
+            f"SELECT method, params_key, count(*) AS n FROM {name} WHERE model_id = ? GROUP BY ALL "
+            "ORDER BY method, params_key",
+            [model_id],
+        )
 
     # ------------------------------------------------------------------ maps
     def stored_methods(self, model_id: str) -> list[str]:
         """The explainers with stored maps for ``model_id`` (one query, whatever the number of maps)."""
         if not self.has_table("maps"):
             return []
-        return sorted(r[0] for r in self._rows("SELECT DISTINCT method FROM maps WHERE model_id = ?", [model_id]))
+        return sorted(
+            r[0] for r in self._rows("SELECT DISTINCT method FROM maps WHERE model_id = ?", [model_id])
+        )
 
     def map_settings(self, model_id: str, *, method: str | None = None) -> pd.DataFrame:
         """Explainer settings with stored maps for ``model_id``: method, params_key, n (maps),
@@ -339,7 +376,9 @@ class Queries(AuditQueries):
             params,
         )
 
-    def get_map(self, model_id: str, image_id: str, label: str, method: str, params_key: str) -> StoredMap | None:
+    def get_map(
+        self, model_id: str, image_id: str, label: str, method: str, params_key: str
+    ) -> StoredMap | None:
         rows = self._rows(
             """SELECT params, target, kind, height, width, "values", seconds, device FROM maps
                WHERE model_id = ? AND image_id = ? AND label = ? AND method = ? AND params_key = ?""",
@@ -349,9 +388,13 @@ class Queries(AuditQueries):
             return None
         params, target, kind, h, w, values, seconds, device = rows[0]
         arr = np.asarray(values, np.float32).reshape(h, w)
-        return StoredMap(model_id, image_id, label, method, json.loads(params), target, kind, arr, seconds, device)
+        return StoredMap(
+            model_id, image_id, label, method, json.loads(params), target, kind, arr, seconds, device
+        )
 
-    def iter_maps(self, model_id: str, method: str, params_key: str, *, batch: int = 256) -> Iterator[StoredMap]:
+    def iter_maps(
+        self, model_id: str, method: str, params_key: str, *, batch: int = 256
+    ) -> Iterator[StoredMap]:
         """All maps of one method and parameter set, streamed in batches."""
         keys = self._rows(
             "SELECT image_id, label FROM maps WHERE model_id = ? AND method = ? AND params_key = ? ORDER BY ALL",

@@ -88,8 +88,10 @@ _V2 = [
         PRIMARY KEY (model_id, image_id, label, method, params_key))""",
 ]
 
-_METRIC_COLUMNS = ("prob, gt_positive, predicted, iou, iou_full, iou_gated, hit, pla, roc_auc, pr_auc, ap, pred_area, "
-                   "gt_area")
+_METRIC_COLUMNS = (
+    "prob, gt_positive, predicted, iou, iou_full, iou_gated, hit, pla, roc_auc, pr_auc, ap, pred_area, "
+    "gt_area"
+)
 _V3 = [
     # ``source`` says what was scored: an explainer's map, a baseline (Arun et al.'s average mask,
     # a random map) or a second reader (the human benchmark); ``method`` is its name. Until v2 the
@@ -125,7 +127,7 @@ _V4 = [
         marker_share DOUBLE, lesion_share DOUBLE, zone_area DOUBLE, lesion_area DOUBLE, peak_on_marker BOOLEAN,
         thumb FLOAT[], thumb_size INTEGER, generator_key VARCHAR, phantom_config VARCHAR,
         CHECK (role IN ('shortcut', 'control')),
-        PRIMARY KEY (model_id, image_id, label, method, params_key))""",
+        PRIMARY KEY (model_id, image_id, label, method, params_key))"""
 ]
 
 # Version 5: where each value came from ("never silently wrong", issue 25). Per image, the source
@@ -150,8 +152,23 @@ SCHEMA_VERSION = max(MIGRATIONS)
 #: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and
 #: Grad-CAM/Grad-CAM++ only (the demo's second DenseNet-121 training, there for the other's repeatability).
 CAM_ONLY_META = "cam_only_models"
-TABLES = ("meta", "datasets", "images", "labels", "annotations", "models", "predictions", "thresholds", "maps",
-          "localization", "geometry", "trust", "fidelity", "problems", "shortcut",
-          "label_matches")
+TABLES = (
+    "meta",
+    "datasets",
+    "images",
+    "labels",
+    "annotations",
+    "models",
+    "predictions",
+    "thresholds",
+    "maps",
+    "localization",
+    "geometry",
+    "trust",
+    "fidelity",
+    "problems",
+    "shortcut",
+    "label_matches",
+)
 #: Tables filled by stages through the generic put_table / table methods.
 METRIC_TABLES = ("localization", "geometry", "trust", "fidelity", "problems", "shortcut")

@@ -140,7 +140,9 @@ class Store(Queries):
 
     def label_counts(self, *, dataset: str | None = None) -> pd.DataFrame:
         """Kept per version (every label row joined with its image: 0.45 s at MIMIC-CXR size)."""
-        return self._kept(("label_counts", dataset), lambda: super(Store, self).label_counts(dataset=dataset)).copy()
+        return self._kept(
+            ("label_counts", dataset), lambda: super(Store, self).label_counts(dataset=dataset)
+        ).copy()
 
     def changed(self) -> bool:
         """Whether a writer has published a new version since this view was opened."""
@@ -182,8 +184,10 @@ class StoreWriter(RecordWriter, Queries):
             self._con = duckdb.connect(str(staging))
             self._migrate()
         except duckdb.Error as err:
-            raise StoreError(f"cannot open {path} as a DuckDB store to write ({type(err).__name__}: {err}); "
-                             "the file was left as it is — restore it from a copy or write a new store") from None
+            raise StoreError(
+                f"cannot open {path} as a DuckDB store to write ({type(err).__name__}: {err}); "
+                "the file was left as it is — restore it from a copy or write a new store"
+            ) from None
 
     @contextmanager
     def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -224,7 +228,14 @@ class StoreWriter(RecordWriter, Queries):
                     description: str | None = None, config: dict | None = None) -> None:
         self._con.execute(
             "INSERT OR REPLACE INTO datasets (dataset, source, root, description, labels, config) VALUES (?, ?, ?, ?, ?, ?)",
-            [dataset, source, root, description, list(labels), json.dumps(config) if config is not None else None],
+            [
+                dataset,
+                source,
+                root,
+                description,
+                list(labels),
+                json.dumps(config) if config is not None else None,
+            ],
         )
 
     def put_images(self, df: pd.DataFrame) -> int:
@@ -288,7 +299,9 @@ class StoreWriter(RecordWriter, Queries):
 
     def put_thresholds(self, model_id: str, rows: list[dict]) -> int:
         df = pd.DataFrame(rows).assign(model_id=model_id)
-        return self._upsert("thresholds", df, ["model_id", "label", "threshold", "method", "criterion", "split"])
+        return self._upsert(
+            "thresholds", df, ["model_id", "label", "threshold", "method", "criterion", "split"]
+        )
 
     def put_maps(self, rows: list[dict]) -> int:
         """Rows with model_id, image_id, label, method, params (dict), target, kind, values (2-D), seconds, device."""
@@ -315,20 +328,28 @@ class StoreWriter(RecordWriter, Queries):
         """Upsert rows into a metric table (localization, geometry, trust, fidelity); problem rows
         go through :meth:`put_problems`."""
         if table not in METRIC_TABLES:
-            raise StoreError(f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}")
+            raise StoreError(
+                f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}"
+            )
         if table == "problems":
             return self.put_problems(df)
         known = self._table_columns(table)
         unknown = [c for c in df.columns if c not in known]
         if unknown:
-            raise StoreError(f"{table} has no column(s) {unknown}; its columns: {known}. A new metric needs its "
-                             "column in the schema (cxrxai/store/_schema.py) — nothing was written")
+            raise StoreError(
+                f"{table} has no column(s) {unknown}; its columns: {known}. A new metric needs its "
+                "column in the schema (cxrxai/store/_schema.py) — nothing was written"
+            )
         return self._upsert(table, df, [c for c in known if c in df.columns])
 
     def _table_columns(self, table: str) -> list[str]:
-        return [r[0] for r in self._con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
-            [table]).fetchall()]
+        return [
+            r[0]
+            for r in self._con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+                [table],
+            ).fetchall()
+        ]
 
     # ------------------------------------------------------------------ publishing
     def publish(self) -> None:

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cxrxai import paths, reports  # noqa: E402
 from cxrxai.errors import CxrxaiError  # noqa: E402
 from cxrxai.explain import get  # noqa: E402
+from cxrxai.present.viz import value_text  # noqa: E402
 from cxrxai.store import open_store  # noqa: E402
-from cxrxai.viz import value_text  # noqa: E402
 
 
 def _title(method: str) -> str:

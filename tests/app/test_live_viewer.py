@@ -17,9 +17,9 @@ from test_pages import _app  # tests/app is on sys.path (no __init__.py)
 
 import pages._common as ui
 import pages._viewer as viewer
-from cxrxai import film, film_png, panel
 from cxrxai.live import JobState
 from cxrxai.metrics import registry as metrics
+from cxrxai.present import film, film_png, panel
 from cxrxai.store import open_store
 
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from cxrxai import summaries
 from cxrxai.data.demo import load_demo
 from cxrxai.models.spec import ModelSpec
 from cxrxai.pipeline.demo import DEMO_LABELS, _put_demo_dataset
-from cxrxai.provenance import read_export
+from cxrxai.present.provenance import read_export
 from cxrxai.store import open_store, write_store
 
 MODEL = "tiny-densenet121"

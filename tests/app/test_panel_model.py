@@ -16,13 +16,12 @@ import pytest
 from test_live_viewer import StandIn, stand_in  # noqa: F401  (tests/app is on sys.path; the fixture)
 from test_pages import _app
 
-import pages._common as ui
 from cxrxai import summaries
-from cxrxai.film import SEGMENTATION_NAME
-from cxrxai.live import JobState
 from cxrxai.data.demo import load_demo
+from cxrxai.live import JobState
 from cxrxai.models.spec import ModelSpec
 from cxrxai.pipeline.demo import DEMO_LABELS, _put_demo_dataset
+from cxrxai.present.film import SEGMENTATION_NAME
 from cxrxai.store import open_store, write_store
 
 pytestmark = pytest.mark.slow

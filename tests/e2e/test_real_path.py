@@ -25,11 +25,11 @@ import torch
 import torchvision
 from streamlit.testing.v1 import AppTest
 
-from cxrxai import overlay
 from cxrxai.cli import main
 from cxrxai.data.adapters.chexpert import CHEXPERT_LABELS, FROM_CHEXLOCALIZE
 from cxrxai.data.io import read_image
 from cxrxai.data.masks import decode_rle
+from cxrxai.present import overlay
 from cxrxai.store import open_store
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cxrxai import reports, stats, viz
+from cxrxai import reports, stats
+from cxrxai.present import viz
 from cxrxai.store import open_store
 
 MODEL = "tiny-densenet121"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cxrxai.postprocess import upsample
 from cxrxai.errors import MetricError, UnknownNameError
 from cxrxai.metrics.localization import (
     coarse_pointing_game,
@@ -21,6 +20,7 @@ from cxrxai.metrics.localization import (
     threshold_mask,
     tune_threshold,
 )
+from cxrxai.postprocess import upsample
 
 A = np.array([[1, 1, 0, 0], [1, 1, 0, 0]], bool)
 B = np.array([[0, 1, 1, 0], [0, 1, 1, 0]], bool)

@@ -10,6 +10,7 @@ from torch import nn
 
 from cxrxai.errors import MetricError, UnknownNameError
 from cxrxai.metrics import fidelity, geometry, trust
+from cxrxai.models import randomize
 
 
 def test_ssim_identical_is_one_and_data_range_matters():
@@ -45,7 +46,7 @@ def test_randomization_steps_are_cumulative_and_leave_the_model_alone():
     net.add_module("b", nn.Linear(4, 2))
     before = {k: v.clone() for k, v in net.state_dict().items()}
     steps = []
-    for name, model in trust.randomization_steps(net, seed=1):
+    for name, model in randomize.randomization_steps(net, seed=1):
         steps.append((name, model.a.weight.clone(), model.b.weight.clone()))
     assert [s[0] for s in steps] == ["original", "b", "a"]  # top down
     assert torch.equal(steps[0][1], before["a.weight"]) and not torch.equal(steps[1][2], before["b.weight"])
@@ -56,7 +57,7 @@ def test_randomization_steps_are_cumulative_and_leave_the_model_alone():
 def test_densenet_order_is_top_down():
     import torchvision
 
-    order = trust.randomization_order(torchvision.models.densenet121(num_classes=2))
+    order = randomize.randomization_order(torchvision.models.densenet121(num_classes=2))
     assert order[0] == ("classifier",) and order[-1] == ("features.conv0", "features.norm0")
     assert len(order) == 9
 

@@ -21,8 +21,15 @@ from cxrxai.errors import StoreError
 from cxrxai.models.registry import ARCHITECTURES, build, load, save
 from cxrxai.pipeline import BuildContext, Stage
 from cxrxai.pipeline.demo import Evidence, Round, build_demo, evidence_rounds
-from cxrxai.pipeline.maps import (MapConfig, MapPlan, image_rank, maps_stage, positive_pairs, sample_pairs,
-                                  sweep_cases)
+from cxrxai.pipeline.maps import (
+    MapConfig,
+    MapPlan,
+    image_rank,
+    maps_stage,
+    positive_pairs,
+    sample_pairs,
+    sweep_cases,
+)
 from cxrxai.pipeline.trust import TrustPlan, trust_stage
 from cxrxai.store import open_store, write_store
 

@@ -27,7 +27,6 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
-from e2e import _layouts  # noqa: E402
 from e2e.test_published_layouts import _checkpoint  # noqa: E402
 
 #: Columns that say when or where a row was made, not what it holds.
@@ -182,7 +181,7 @@ def test_a_unit_that_fails_for_good_is_a_clear_error_and_keeps_what_was_stored(t
 # ``precompute --engine ray --address`` on a Ray cluster of two nodes started as a lab starts them
 # (``ray start --head``, then ``ray start --address`` for the second node, each its own processes, on
 # this machine's loopback), with token authentication as Ray 2.60 enables it.
-# 
+#
 # What a real cluster would break is asserted from inside the workers: a task pinned to each node,
 # and every unit, reports where its ``cxrxai`` was imported from (the package Ray shipped with the
 # job, never the driver's checkout) and each unit where its pixels came from (by value through the

@@ -33,10 +33,26 @@ from .rsna import load_rsna
 from .siim import decode_siim_rle, load_siim
 from .vindr import load_vindr
 
-__all__ = ["ADAPTERS", "DEMOGRAPHICS_HINTS", "DatasetTables", "adapter_options", "decode_siim_rle", "signature_options", "load_dataset"]
+__all__ = [
+    "ADAPTERS",
+    "DEMOGRAPHICS_HINTS",
+    "DatasetTables",
+    "adapter_options",
+    "decode_siim_rle",
+    "signature_options",
+    "load_dataset",
+]
 
-ADAPTERS = {"nih": load_nih, "chexpert": load_chexpert, "siim": load_siim, "rsna": load_rsna, "vindr": load_vindr,
-            "mimic": load_mimic, "padchest": load_padchest, "folder": load_folder}
+ADAPTERS = {
+    "nih": load_nih,
+    "chexpert": load_chexpert,
+    "siim": load_siim,
+    "rsna": load_rsna,
+    "vindr": load_vindr,
+    "mimic": load_mimic,
+    "padchest": load_padchest,
+    "folder": load_folder,
+}
 #: Per adapter, how a user supplies sex, age and view it could not find.
 DEMOGRAPHICS_HINTS = {name: module.DEMOGRAPHICS_HINT for name, module in
                       {"nih": nih, "chexpert": chexpert, "siim": siim, "rsna": rsna, "vindr": vindr,

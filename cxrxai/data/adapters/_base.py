@@ -77,7 +77,9 @@ class DatasetTables:
     images: pd.DataFrame
     labels: pd.DataFrame
     annotations: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANNOTATION_COLUMNS))
-    problems: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["file", "row", "image_id", "problem"]))
+    problems: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["file", "row", "image_id", "problem"])
+    )
     description: str = ""
     config: dict = field(default_factory=dict)
 
@@ -87,7 +89,9 @@ class DatasetTables:
         self.annotations = self.annotations.reindex(columns=ANNOTATION_COLUMNS)
         dup = self.images["image_id"].duplicated()
         if dup.any():
-            raise DataError(f"{self.name}: duplicate image ids, e.g. {self.images['image_id'][dup].iloc[0]!r}")
+            raise DataError(
+                f"{self.name}: duplicate image ids, e.g. {self.images['image_id'][dup].iloc[0]!r}"
+            )
 
 
 class Problems:
@@ -108,7 +112,9 @@ class Problems:
         where = f"{Path(file).name}" + (f", row {row}" if row is not None else "")
         if self.strict:
             raise DataError(f"{where}: {problem}" + (f" (image {image_id})" if image_id else ""))
-        self.rows.append({"file": str(file), "row": row, "image_id": image_id, "problem": f"{problem}; {action}"})
+        self.rows.append(
+            {"file": str(file), "row": row, "image_id": image_id, "problem": f"{problem}; {action}"}
+        )
         if action == self.SKIP_IMAGE and image_id is not None:
             self._skipped.add(str(image_id))
 
@@ -207,7 +213,9 @@ def clean_age(values: pd.Series, path, problems: Problems, ids: pd.Series | None
     return num.where(~bad).astype(float)
 
 
-def clean_sex(values: pd.Series, path=None, problems: Problems | None = None, ids: pd.Series | None = None) -> pd.Series:
+def clean_sex(
+    values: pd.Series, path=None, problems: Problems | None = None, ids: pd.Series | None = None
+) -> pd.Series:
     """"M" / "F" (male, female in any case); anything else is missing — with ``problems``, a
     value that is neither blank nor M/F is a problem row ("sex set to missing")."""
     mapping = {"M": "M", "MALE": "M", "F": "F", "FEMALE": "F"}
@@ -215,8 +223,12 @@ def clean_sex(values: pd.Series, path=None, problems: Problems | None = None, id
     out = text.map(mapping).astype(object).where(lambda s: s.notna(), None)
     if problems is not None:
         for i in np.flatnonzero((text.notna() & (text != "") & out.isna()).to_numpy(dtype=bool)):
-            problems.add(*_where(path, values, i), str(ids.iloc[i]) if ids is not None else None,
-                         f"sex {shown(values.iloc[i])} is not one of M, F (male, female)", action="sex set to missing")
+            problems.add(
+                *_where(path, values, i),
+                str(ids.iloc[i]) if ids is not None else None,
+                f"sex {shown(values.iloc[i])} is not one of M, F (male, female)",
+                action="sex set to missing",
+            )
     return out
 
 
@@ -294,8 +306,13 @@ def escaping(paths: pd.Series) -> np.ndarray:
 def long_labels(ids, matrix: np.ndarray, names) -> pd.DataFrame:
     """Long label table from an (N, K) matrix of 1 / 0 / NaN."""
     ids = np.asarray(ids, dtype=object)
-    return pd.DataFrame({"image_id": np.repeat(ids, len(names)), "label": np.tile(np.asarray(names, dtype=object), len(ids)),
-                         "value": pd.array(np.asarray(matrix, float).ravel(), dtype="Float64").round().astype("Int8")})
+    return pd.DataFrame(
+        {
+            "image_id": np.repeat(ids, len(names)),
+            "label": np.tile(np.asarray(names, dtype=object), len(ids)),
+            "value": pd.array(np.asarray(matrix, float).ravel(), dtype="Float64").round().astype("Int8"),
+        }
+    )
 
 
 def patient_split(patients: pd.Series, fractions: dict[str, float], seed: int) -> pd.Series:
@@ -326,7 +343,9 @@ def with_age_bins(images: pd.DataFrame) -> pd.DataFrame:
     return images
 
 
-def clip_boxes(annotations: pd.DataFrame, sizes: dict[str, tuple[int, int]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def clip_boxes(
+    annotations: pd.DataFrame, sizes: dict[str, tuple[int, int]]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Boxes checked against each image's decoded ``(height, width)``: one crossing the edge is
     clipped to the image, one lying wholly outside is dropped, each with a problem row
     (file, row, image id, what was done). Other annotations, and boxes of images of unknown
@@ -354,9 +373,15 @@ def clip_boxes(annotations: pd.DataFrame, sizes: dict[str, tuple[int, int]]) -> 
     for i in np.flatnonzero(crossing | outside):
         what = "annotation skipped" if outside.iloc[i] else "clipped"
         where = "lies outside" if outside.iloc[i] else "crosses the edge of"
-        rows.append({"file": None, "row": None, "image_id": ann.at[i, "image_id"],
-                     "problem": f"{ann.at[i, 'label']} box {tuple(float(ann.at[i, c]) for c in 'xywh')} {where} the "
-                                f"{int(w.iloc[i])}×{int(h.iloc[i])} image; {what}"})
+        rows.append(
+            {
+                "file": None,
+                "row": None,
+                "image_id": ann.at[i, "image_id"],
+                "problem": f"{ann.at[i, 'label']} box {tuple(float(ann.at[i, c]) for c in 'xywh')} {where} the "
+                f"{int(w.iloc[i])}×{int(h.iloc[i])} image; {what}",
+            }
+        )
     ann.loc[crossing, "x"], ann.loc[crossing, "y"] = x0[crossing], y0[crossing]
     ann.loc[crossing, "w"], ann.loc[crossing, "h"] = (x1 - x0)[crossing], (y1 - y0)[crossing]
     return ann[~outside].reset_index(drop=True), pd.DataFrame(rows, columns=empty.columns)

@@ -52,14 +52,32 @@ __all__ = [
     "polygon_mask",
 ]
 
-CHEXPERT_LABELS = ["No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema",
-                   "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion", "Pleural Other",
-                   "Fracture", "Support Devices"]
+CHEXPERT_LABELS = [
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+]
 FROM_CHEXLOCALIZE = {"Airspace Opacity": "Lung Opacity"}
 TO_CHEXLOCALIZE = {v: k for k, v in FROM_CHEXLOCALIZE.items()}
 #: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
 DEMOGRAPHICS_HINT = "the Sex, Age, Frontal/Lateral and AP/PA columns of train.csv / valid.csv"
-_SPLIT_OF_FILE = {"train.csv": "train", "valid.csv": "val", "val_labels.csv": "val", "test_labels.csv": "test"}
+_SPLIT_OF_FILE = {
+    "train.csv": "train",
+    "valid.csv": "val",
+    "val_labels.csv": "val",
+    "test_labels.csv": "test",
+}
 
 
 def chexlocalize_id(path: str) -> str:
@@ -127,11 +145,15 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
     bad = problems.skipped()
     keep = ~images.image_id.isin(bad)
     return DatasetTables(
-        name="chexpert", source="CheXpert" + (" + CheXlocalize" if chexlocalize else ""), root=root, label_names=labels,
+        name="chexpert",
+        source="CheXpert" + (" + CheXlocalize" if chexlocalize else ""),
+        root=root,
+        label_names=labels,
         images=with_age_bins(images[keep].reset_index(drop=True)),
         labels=long_labels(images.loc[keep, "image_id"], values[keep.to_numpy()].to_numpy(), labels),
         annotations=annotations[~annotations.image_id.isin(bad)] if len(annotations) else annotations,
-        problems=problems.frame(), config={"uncertain": uncertain},
+        problems=problems.frame(),
+        config={"uncertain": uncertain},
     )
 
 
@@ -194,12 +216,27 @@ def _chexlocalize(folder: Path, known: set[str], problems: Problems) -> tuple[pd
             for cxr, tasks in json.loads(points.read_text()).items():
                 for task, pts in tasks.items():
                     for k, (x, y) in enumerate(pts):
-                        rows.append({"image_id": cxr, "label": FROM_CHEXLOCALIZE.get(task, task), "reader": "hb",
-                                     "instance": k, "kind": "point", "x": float(x), "y": float(y)})
+                        rows.append(
+                            {
+                                "image_id": cxr,
+                                "label": FROM_CHEXLOCALIZE.get(task, task),
+                                "reader": "hb",
+                                "instance": k,
+                                "kind": "point",
+                                "x": float(x),
+                                "y": float(y),
+                            }
+                        )
     out = pd.DataFrame(rows)
     if len(out):
         for cxr in sorted(set(out.image_id) - known):
-            problems.add(folder, None, cxr, "annotation for an image not in the CheXpert CSVs", action="annotation skipped")
+            problems.add(
+                folder,
+                None,
+                cxr,
+                "annotation for an image not in the CheXpert CSVs",
+                action="annotation skipped",
+            )
     return out, sizes
 
 

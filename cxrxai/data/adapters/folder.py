@@ -37,20 +37,34 @@ DEMOGRAPHICS_HINT = ("sex (M/F), age (years) and view columns in the CSV of --da
                      "images whose headers carry PatientSex, PatientAge and ViewPosition")
 
 
-def load_folder(root: str | Path, csv: str | Path, *, labels: list[str] | str | None = None, boxes_csv: str | Path | None = None,
-                name: str = "folder", seed: int = 0, strict: bool = False) -> DatasetTables:
+def load_folder(
+    root: str | Path,
+    csv: str | Path,
+    *,
+    labels: list[str] | str | None = None,
+    boxes_csv: str | Path | None = None,
+    name: str = "folder",
+    seed: int = 0,
+    strict: bool = False,
+) -> DatasetTables:
     root = Path(root)
     problems = Problems(strict)
     df = read_csv(csv, problems=problems)
     require(df, ["path"], csv)
     ids = df["image_id"].astype(str) if "image_id" in df else df["path"].astype(str)
     for i in np.flatnonzero(escaping(df["path"])):
-        problems.add(csv, int(i) + 2, ids.iloc[i], f"path {df['path'].iloc[i]!r} escapes the dataset root {root}")
+        problems.add(
+            csv, int(i) + 2, ids.iloc[i], f"path {df['path'].iloc[i]!r} escapes the dataset root {root}"
+        )
     if labels is None:
         if "labels" not in df:
-            raise DataError(f"{Path(csv).name}: give labels= (0/1 columns) or a 'labels' column of '|'-separated names")
+            raise DataError(
+                f"{Path(csv).name}: give labels= (0/1 columns) or a 'labels' column of '|'-separated names"
+            )
         names = sorted({lab for s in df["labels"].dropna().astype(str) for lab in s.split("|") if lab})
-        matrix = np.array([[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")])
+        matrix = np.array(
+            [[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")]
+        )
     else:
         names = name_list(labels)
         require(df, names, csv)
@@ -104,8 +118,18 @@ def _boxes(boxes_csv, ids: pd.Series, names: list[str], problems: Problems) -> p
                     "by name, case or synonym")
         problems.add(boxes_csv, int(i) + 2, str(b.at[i, key]), what, action="annotation skipped")
     b = b[~(unknown | flat | other)]
-    annotations = pd.DataFrame({"image_id": b[key].astype(str), "label": b["label"], "reader": "gt", "kind": "box",
-                                "x": b.x, "y": b.y, "w": b.w, "h": b.h})
+    annotations = pd.DataFrame(
+        {
+            "image_id": b[key].astype(str),
+            "label": b["label"],
+            "reader": "gt",
+            "kind": "box",
+            "x": b.x,
+            "y": b.y,
+            "w": b.w,
+            "h": b.h,
+        }
+    )
     annotations["instance"] = annotations.groupby(["image_id", "label"]).cumcount()
     return annotations
 

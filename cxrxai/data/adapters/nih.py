@@ -42,11 +42,30 @@ __all__ = ["DEMOGRAPHICS_HINT", "NIH_LABELS", "SPLITS", "load_nih"]
 #: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
 DEMOGRAPHICS_HINT = "the Patient Gender, Patient Age and View Position columns of Data_Entry_2017.csv"
 
-NIH_LABELS = ["Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule", "Pneumonia",
-              "Pneumothorax", "Consolidation", "Edema", "Emphysema", "Fibrosis", "Pleural_Thickening", "Hernia",
-              "No Finding"]
+NIH_LABELS = [
+    "Atelectasis",
+    "Cardiomegaly",
+    "Effusion",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pneumonia",
+    "Pneumothorax",
+    "Consolidation",
+    "Edema",
+    "Emphysema",
+    "Fibrosis",
+    "Pleural_Thickening",
+    "Hernia",
+    "No Finding",
+]
 SPLITS = ("official", "alternative")
-_ENTRY = ["Data_Entry_2017_v2020.csv", "Data_Entry_2017_v2020.csv.gz", "Data_Entry_2017.csv", "Data_Entry_2017.csv.gz"]
+_ENTRY = [
+    "Data_Entry_2017_v2020.csv",
+    "Data_Entry_2017_v2020.csv.gz",
+    "Data_Entry_2017.csv",
+    "Data_Entry_2017.csv.gz",
+]
 _COLS = {"Image Index", "Finding Labels", "Patient ID", "Patient Age", "Patient Gender", "View Position"}
 
 
@@ -101,7 +120,9 @@ def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Pat
         unknown = [lab for lab in labs if canonical_finding(lab) not in known]
         if unknown:
             problems.add(entry_path, i + 2, ids.iloc[i], f"unknown label(s) {unknown}; allowed: {NIH_LABELS}")
-    matrix = np.array([[float(lab in {canonical_finding(x) for x in labs}) for lab in NIH_LABELS] for labs in findings])
+    matrix = np.array(
+        [[float(lab in {canonical_finding(x) for x in labs}) for lab in NIH_LABELS] for labs in findings]
+    )
     boxes = _boxes(root, bbox_list, images.assign(width=original.width, height=original.height), problems)
     images["split"] = _split(root, images, boxes, split, val_fraction, seed)
     bad = problems.skipped()
@@ -130,7 +151,9 @@ def _boxes(root: Path, bbox_list, images: pd.DataFrame, problems: Problems) -> p
                          action="annotation skipped")
             continue
         if image_id not in size.index:
-            problems.add(path, i + 2, image_id, "box for an image missing from Data_Entry", action="annotation skipped")
+            problems.add(
+                path, i + 2, image_id, "box for an image missing from Data_Entry", action="annotation skipped"
+            )
             continue
         x, y, w, h = (float(r[c]) for c in ("Bbox [x", "y", "w", "h]"))
         W, H = size.loc[image_id]
@@ -138,13 +161,26 @@ def _boxes(root: Path, bbox_list, images: pd.DataFrame, problems: Problems) -> p
             problems.add(path, i + 2, image_id, f"box {x, y, w, h} lies outside the {W:.0f}×{H:.0f} image",
                          action="annotation skipped")
             continue
-        rows.append({"image_id": image_id, "label": label, "reader": "gt", "kind": "box", "x": x, "y": y, "w": w, "h": h})
+        rows.append(
+            {
+                "image_id": image_id,
+                "label": label,
+                "reader": "gt",
+                "kind": "box",
+                "x": x,
+                "y": y,
+                "w": w,
+                "h": h,
+            }
+        )
     out = pd.DataFrame(rows, columns=["image_id", "label", "reader", "kind", "x", "y", "w", "h"])
     out["instance"] = out.groupby(["image_id", "label"]).cumcount()
     return out
 
 
-def _split(root: Path, images: pd.DataFrame, boxes: pd.DataFrame, how: str, val_fraction: float, seed: int) -> pd.Series:
+def _split(
+    root: Path, images: pd.DataFrame, boxes: pd.DataFrame, how: str, val_fraction: float, seed: int
+) -> pd.Series:
     patients = images["patient_id"]
     if how == "alternative":
         box_patients = set(images.loc[images["image_id"].isin(set(boxes["image_id"])), "patient_id"])
@@ -155,9 +191,13 @@ def _split(root: Path, images: pd.DataFrame, boxes: pd.DataFrame, how: str, val_
     test_list = root / "test_list.txt"
     if test_list.is_file():
         test = set(test_list.read_text().split())
-        split = pd.Series(np.where(images["image_id"].isin(test), "test", "train"), index=images.index, dtype=object)
+        split = pd.Series(
+            np.where(images["image_id"].isin(test), "test", "train"), index=images.index, dtype=object
+        )
     else:
         split = pd.Series("train", index=images.index, dtype=object)
     trainval = split == "train"
-    split[trainval] = patient_split(patients[trainval], {"train": 1 - val_fraction, "val": val_fraction}, seed)
+    split[trainval] = patient_split(
+        patients[trainval], {"train": 1 - val_fraction, "val": val_fraction}, seed
+    )
     return split

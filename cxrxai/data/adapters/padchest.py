@@ -61,7 +61,9 @@ PADCHEST_CSV = "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv"
 LAYOUTS = ("auto", "folders", "flat")
 AGE_SOURCE = "derived:StudyDate_DICOM-PatientBirth"
 #: How a user supplies missing sex / age / view (quoted when a subgroup report has no group).
-DEMOGRAPHICS_HINT = "the PatientSex_DICOM, PatientBirth, StudyDate_DICOM and Projection columns of the labels CSV"
+DEMOGRAPHICS_HINT = (
+    "the PatientSex_DICOM, PatientBirth, StudyDate_DICOM and Projection columns of the labels CSV"
+)
 _SIMPLE_LIST = re.compile(r"\[\s*(?:'[^'\\]*'\s*(?:,\s*'[^'\\]*'\s*)*)?\]")
 _QUOTED = re.compile(r"'([^']*)'")
 _COLUMNS = ["ImageID", "ImageDir", "PatientID", "PatientSex_DICOM", "PatientBirth", "StudyDate_DICOM",

@@ -36,17 +36,34 @@ DEMOGRAPHICS_HINT = ("--data-option headers_csv=FILE (patientId, PatientSex, Pat
                      "DICOM files under --root/stage_2_train_images with their headers")
 
 
-def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers_csv: str | Path | None = None,
-              exclude_not_normal: bool = False, fractions=(0.8, 0.1, 0.1), seed: int = 0,
-              strict: bool = False) -> DatasetTables:
+def load_rsna(
+    root: str | Path,
+    *,
+    labels_csv: str | Path | None = None,
+    headers_csv: str | Path | None = None,
+    exclude_not_normal: bool = False,
+    fractions=(0.8, 0.1, 0.1),
+    seed: int = 0,
+    strict: bool = False,
+) -> DatasetTables:
     root = Path(root)
     path = Path(labels_csv) if labels_csv else root / "stage_2_train_labels.csv"
     problems = Problems(strict)
     df = read_csv(path, problems=problems)
     require(df, ["patientId", "x", "y", "width", "height", "Target"], path)
     ids = df["patientId"].astype(str).drop_duplicates().reset_index(drop=True)
-    images = pd.DataFrame({"image_id": ids, "path": [f"stage_2_train_images/{i}.dcm" for i in ids], "patient_id": ids,
-                           "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
+    images = pd.DataFrame(
+        {
+            "image_id": ids,
+            "path": [f"stage_2_train_images/{i}.dcm" for i in ids],
+            "patient_id": ids,
+            "sex": None,
+            "age": np.nan,
+            "view": None,
+            "width": 1024.0,
+            "height": 1024.0,
+        }
+    )
     if headers_csv:
         _read_headers_csv(images, headers_csv, problems)
     boxes = df[df["Target"] == 1].copy()
@@ -55,11 +72,26 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
     bad_box = (boxes["width"] <= 0) | (boxes["height"] <= 0) | (boxes["x"] + boxes["width"] <= 0) | \
               (boxes["y"] + boxes["height"] <= 0)
     for i in boxes.index[bad_box]:
-        problems.add(path, int(i) + 2, str(df.at[i, "patientId"]), "box with no area or above/left of the image",
-                     action="annotation skipped")
+        problems.add(
+            path,
+            int(i) + 2,
+            str(df.at[i, "patientId"]),
+            "box with no area or above/left of the image",
+            action="annotation skipped",
+        )
     boxes = boxes[~bad_box]
-    annotations = pd.DataFrame({"image_id": boxes["patientId"].astype(str), "label": "Pneumonia", "reader": "gt",
-                                "kind": "box", "x": boxes["x"], "y": boxes["y"], "w": boxes["width"], "h": boxes["height"]})
+    annotations = pd.DataFrame(
+        {
+            "image_id": boxes["patientId"].astype(str),
+            "label": "Pneumonia",
+            "reader": "gt",
+            "kind": "box",
+            "x": boxes["x"],
+            "y": boxes["y"],
+            "w": boxes["width"],
+            "h": boxes["height"],
+        }
+    )
     annotations["instance"] = annotations.groupby("image_id").cumcount()
     positive = images.image_id.isin(set(df.loc[df["Target"] == 1, "patientId"].astype(str)))
     keep = pd.Series(True, index=images.index)
@@ -67,13 +99,21 @@ def load_rsna(root: str | Path, *, labels_csv: str | Path | None = None, headers
     if exclude_not_normal and info.is_file():
         cls = read_csv(info, problems=problems).drop_duplicates("patientId").set_index("patientId")["class"]
         keep &= images.image_id.map(cls).ne("No Lung Opacity / Not Normal")
-    images["split"] = patient_split(images["patient_id"], dict(zip(("train", "val", "test"), fractions)), seed)
+    images["split"] = patient_split(
+        images["patient_id"], dict(zip(("train", "val", "test"), fractions)), seed
+    )
     keep &= ~images.image_id.isin(problems.skipped())
-    return DatasetTables(name="rsna", source="RSNA Pneumonia Detection", root=root, label_names=["Pneumonia"],
-                         images=with_age_bins(images[keep].reset_index(drop=True)),
-                         labels=long_labels(images.image_id[keep], positive[keep].to_numpy(float)[:, None], ["Pneumonia"]),
-                         annotations=annotations[annotations.image_id.isin(set(images.image_id[keep]))],
-                         problems=problems.frame(), config={"exclude_not_normal": exclude_not_normal, "seed": seed})
+    return DatasetTables(
+        name="rsna",
+        source="RSNA Pneumonia Detection",
+        root=root,
+        label_names=["Pneumonia"],
+        images=with_age_bins(images[keep].reset_index(drop=True)),
+        labels=long_labels(images.image_id[keep], positive[keep].to_numpy(float)[:, None], ["Pneumonia"]),
+        annotations=annotations[annotations.image_id.isin(set(images.image_id[keep]))],
+        problems=problems.frame(),
+        config={"exclude_not_normal": exclude_not_normal, "seed": seed},
+    )
 
 
 def _read_headers_csv(images: pd.DataFrame, headers_csv, problems: Problems) -> None:

@@ -75,8 +75,18 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
                 if n.endswith(".dcm"):
                     files[n[:-4]] = os.path.relpath(os.path.join(dirpath, n), root)
     ids = df["ImageId"].astype(str).drop_duplicates().reset_index(drop=True)
-    images = pd.DataFrame({"image_id": ids, "path": [files.get(i, f"{i}.dcm") for i in ids], "patient_id": ids,
-                           "sex": None, "age": np.nan, "view": None, "width": 1024.0, "height": 1024.0})
+    images = pd.DataFrame(
+        {
+            "image_id": ids,
+            "path": [files.get(i, f"{i}.dcm") for i in ids],
+            "patient_id": ids,
+            "sex": None,
+            "age": np.nan,
+            "view": None,
+            "width": 1024.0,
+            "height": 1024.0,
+        }
+    )
     if read_headers:
         _sizes(root, images)
     size_of = dict(zip(images.image_id, zip(images.height.astype(int), images.width.astype(int))))
@@ -97,13 +107,22 @@ def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_heade
     if len(annotations):
         annotations["instance"] = annotations.groupby("image_id").cumcount()
     positive = images["image_id"].isin(set(annotations.get("image_id", [])))
-    images["split"] = patient_split(images["patient_id"], dict(zip(("train", "val", "test"), fractions)), seed)
+    images["split"] = patient_split(
+        images["patient_id"], dict(zip(("train", "val", "test"), fractions)), seed
+    )
     bad = problems.skipped()
     keep = ~images.image_id.isin(bad)
-    return DatasetTables(name="siim", source="SIIM-ACR Pneumothorax", root=root, label_names=["Pneumothorax"],
-                         images=with_age_bins(images[keep].reset_index(drop=True)),
-                         labels=long_labels(images.image_id[keep], positive[keep].to_numpy(float)[:, None], ["Pneumothorax"]),
-                         annotations=annotations, problems=problems.frame(), config={"seed": seed})
+    return DatasetTables(
+        name="siim",
+        source="SIIM-ACR Pneumothorax",
+        root=root,
+        label_names=["Pneumothorax"],
+        images=with_age_bins(images[keep].reset_index(drop=True)),
+        labels=long_labels(images.image_id[keep], positive[keep].to_numpy(float)[:, None], ["Pneumothorax"]),
+        annotations=annotations,
+        problems=problems.frame(),
+        config={"seed": seed},
+    )
 
 
 def _sizes(root: Path, images: pd.DataFrame) -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .data.adapters.chexpert import TO_CHEXLOCALIZE
-from .data.masks import encode_rle
-from .errors import StoreError, UnknownNameError
-from .explain import native_map
-from .metrics.localization import otsu_mask
-from .store import Store
-from .store._schema import METRIC_TABLES
+from ..data.adapters.chexpert import TO_CHEXLOCALIZE
+from ..data.masks import encode_rle
+from ..errors import StoreError, UnknownNameError
+from ..explain import native_map
+from ..metrics.localization import otsu_mask
+from ..store import Store
+from ..store._schema import METRIC_TABLES
 
 __all__ = ["EXPORTABLE", "export_maps", "export_segmentations", "export_table"]
 
@@ -44,7 +44,8 @@ def export_segmentations(store: Store, model_id: str, method: str, out: str | Pa
     index = store.map_index(model_id=model_id, method=method)
     if index.empty:
         raise StoreError(f"no {method} maps of {model_id} in the store")
-    key = store.main_map_settings(model_id, method=method).params_key.iloc[0]  # its default, not a sweep setting
+    # its default, not a sweep setting
+    key = store.main_map_settings(model_id, method=method).params_key.iloc[0]
     sizes = store.images(image_ids=index.image_id.unique()).set_index("image_id")[["height", "width"]]
     labels = sorted(index.label.unique())
     out_json: dict = {}

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 import cv2
 import numpy as np
 
-from .errors import DataError, UnknownNameError
-from .labels import FINDINGS
-from .postprocess import minmax, positive, upsample
+from ..errors import DataError, UnknownNameError
+from ..labels import FINDINGS
+from ..postprocess import minmax, positive, upsample
 
 __all__ = [
     "COLORMAPS",
@@ -65,7 +65,9 @@ def draw_masks(rgb: np.ndarray, masks: Iterable[tuple[str, np.ndarray]], *, thic
         if fill_alpha > 0:
             tint = np.zeros_like(out)
             tint[m.astype(bool)] = color
-            out = np.where(m[..., None].astype(bool), (out * (1 - fill_alpha) + tint * fill_alpha).astype(np.uint8), out)
+            out = np.where(
+                m[..., None].astype(bool), (out * (1 - fill_alpha) + tint * fill_alpha).astype(np.uint8), out
+            )
         contours, _ = cv2.findContours(m, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
         cv2.drawContours(out, contours, -1, color, thickness, cv2.LINE_AA)
     return out
@@ -122,14 +124,14 @@ def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: 
     they are on the film whatever its size and aspect. ``mode``: ``normalized`` — positive part,
     upsampled bilinearly, min–max; ``raw`` — signed map on a diverging scale (blue negative, red
     positive, 0 transparent-grey); ``otsu`` — no colour, only the ``segmentation`` contour.
-    ``segmentation`` (the scored Otsu mask at the image's size, :func:`cxrxai.panel.score_panel`)
+    ``segmentation`` (the scored Otsu mask at the image's size, :func:`cxrxai.present.panel.score_panel`)
     is outlined in every mode; nothing here segments a map itself.
     """
     if mode not in DISPLAY_MODES:
         raise UnknownNameError("display mode", mode, DISPLAY_MODES)
     if mode == "otsu" and segmentation is None:
         raise DataError("display mode otsu outlines a scored segmentation: pass segmentation= "
-                        "(cxrxai.panel.score_panel gives the one the IoU was computed from)")
+                        "(cxrxai.present.panel.score_panel gives the one the IoU was computed from)")
     if segmentation is not None and np.shape(segmentation) != image.shape:
         raise DataError(f"a segmentation of shape {np.shape(segmentation)} cannot outline an image of "
                         f"{image.shape}")
@@ -156,8 +158,14 @@ def render_case(image: np.ndarray, saliency: np.ndarray | None = None, *, mode: 
                          interpolation=cv2.INTER_NEAREST)
         rgb = draw_masks(rgb, [("", seg)], thickness=2)
     thick = max(1, round(f))
-    rgb = draw_masks(rgb, [(lab, cv2.resize(m.astype(np.uint8), (size[1], size[0]), interpolation=cv2.INTER_NEAREST))
-                           for lab, m in masks], thickness=thick)
+    rgb = draw_masks(
+        rgb,
+        [
+            (lab, cv2.resize(m.astype(np.uint8), (size[1], size[0]), interpolation=cv2.INTER_NEAREST))
+            for lab, m in masks
+        ],
+        thickness=thick,
+    )
     return draw_boxes(rgb, [(lab, tuple(v * f for v in b)) for lab, b in boxes], thickness=thick)
 
 

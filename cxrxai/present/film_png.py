@@ -1,6 +1,6 @@
 """The viewer's PNG export: what the film viewer shows, at the film's own resolution.
 
-The same layers as :func:`cxrxai.film.film_figure`, drawn with the same functions and settings:
+The same layers as :func:`cxrxai.present.film.film_figure`, drawn with the same functions and settings:
 the film through its window/level, the map blended with the same colour map, opacity, floor,
 scale, smoothing, clip and top-k (pixels the viewer leaves clear stay the film's own grey), each
 reader's outline, box and points in that reader's colour from ``film.READER_STYLES``, dashed as
@@ -15,9 +15,17 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .errors import DataError
-from .film import (DIVERGING, SEGMENTATION_NAME, _bar_title, blend, colorscale, display_heat, reader_styles,
-                   window)
+from ..errors import DataError
+from .film import (
+    DIVERGING,
+    SEGMENTATION_NAME,
+    _bar_title,
+    blend,
+    colorscale,
+    display_heat,
+    reader_styles,
+    window,
+)
 
 __all__ = ["EXPORT_MAX_SIDE", "SEGMENTATION_RGB", "film_png"]
 

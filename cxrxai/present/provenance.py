@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import DataError
+from ..errors import DataError
 
 __all__ = ["INTERVALS", "read_export", "report_provenance", "store_provenance", "table_provenance",
            "with_header"]
@@ -26,7 +26,9 @@ _CHEXLOCALIZE = ("case bootstrap as CheXlocalize's eval.py (legacy NumPy RandomS
 INTERVALS: dict[str, str] = {
     "performance": "AUROC: " + _BOOT,
     "explainers": "none (mean and sd per explainer × finding)",
-    "explainer-ranking": "paired " + _BOOT + " of the difference to the best explainer; none from fewer than 5 pairs",
+    "explainer-ranking": "paired "
+    + _BOOT
+    + " of the difference to the best explainer; none from fewer than 5 pairs",
     "occlusion-sweep": _CHEXLOCALIZE,
     "localization": _CHEXLOCALIZE,
     "human-benchmark": "paired " + _CHEXLOCALIZE + " of the % decrease",
@@ -39,12 +41,20 @@ INTERVALS: dict[str, str] = {
     "randomization": "none (mean SSIM per randomized layer)",
     "similarity": "none (mean SSIM per pair of models)",
     "fidelity": _BOOT + " per measure and setting; none from fewer than 5 cases",
-    "shortcut": "paired " + _BOOT + " of the marker-share difference (shortcut − control); none from fewer than 5 pairs",
+    "shortcut": "paired "
+    + _BOOT
+    + " of the marker-share difference (shortcut − control); none from fewer than 5 pairs",
     "shortcut-reliance": "percentile bootstrap over cases, 1000 resamples, seed 0, 95 %",
 }
 #: Seeds of reports that resample without exposing a ``seed`` option.
-_FIXED_SEED = {"shortcut-reliance": 0, "occlusion-sweep": 0, "localization": 0, "human-benchmark": 0, "performance": 0,
-               "explanation-auc-subgroups": 0}
+_FIXED_SEED = {
+    "shortcut-reliance": 0,
+    "occlusion-sweep": 0,
+    "localization": 0,
+    "human-benchmark": 0,
+    "performance": 0,
+    "explanation-auc-subgroups": 0,
+}
 
 
 #: Reports over every stored setting of one explainer (the sweep compares them).
@@ -79,7 +89,11 @@ def _stored_settings(store, model_id: str, name: str, options: dict) -> tuple[pd
     """(method, params_key, n maps) of the settings a report scores, and its ``method`` option."""
     method = _EVERY_SETTING.get(name, options.get("method"))
     every = name in _EVERY_SETTING or options.get("settings") == "all"
-    counts = store.map_settings(model_id, method=method) if every else store.main_map_settings(model_id, method=method)
+    counts = (
+        store.map_settings(model_id, method=method)
+        if every
+        else store.main_map_settings(model_id, method=method)
+    )
     return counts, method
 
 
@@ -117,17 +131,25 @@ def _thresholds(store, model_id: str, spec: dict) -> str:
     return f"{rule}: " + ", ".join(f"{r.label}={r.threshold:.4g}" for r in t.itertuples())
 
 
-def report_provenance(store, name: str, model_id: str, table: pd.DataFrame | None = None, **options) -> dict[str, str]:
+def report_provenance(
+    store, name: str, model_id: str, table: pd.DataFrame | None = None, **options
+) -> dict[str, str]:
     """The header of report ``name``'s export: report, store, model, thresholds, explainer
     parameters, options (defaults filled in), seed and interval method."""
-    from .reports import REPORTS, report_options
+    from ..reports import REPORTS, report_options
 
     opts = {**report_options(name), **{k.rstrip("_"): v for k, v in options.items()}}
     models = store.models()
     row = models[models.model_id == model_id]
     spec = json.loads(row.spec.iloc[0]) if len(row) and isinstance(row.spec.iloc[0], str) else {}
-    model = (f"{model_id} ({row.arch.iloc[0]}, explains the {row.explained_output.iloc[0]}, weights sha256 "
-             f"{str(row.weights_sha256.iloc[0])[:12]})") if len(row) else f"{model_id} (not registered in the store)"
+    model = (
+        (
+            f"{model_id} ({row.arch.iloc[0]}, explains the {row.explained_output.iloc[0]}, weights sha256 "
+            f"{str(row.weights_sha256.iloc[0])[:12]})"
+        )
+        if len(row)
+        else f"{model_id} (not registered in the store)"
+    )
     seed = opts.get("seed", _FIXED_SEED.get(name))
     fill = {"n_boot": 1000, **opts, "seed": seed}  # reports without the option resample 1000 times
     table = table if table is not None else pd.DataFrame()

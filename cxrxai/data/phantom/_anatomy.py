@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from ._raster import Frame, ellipse_mask, fill_polygon, grid, polyline, smooth_noise, soften
+from .._raster import Frame, ellipse_mask, fill_polygon, grid, polyline, smooth_noise, soften
 
 __all__ = ["Anatomy", "Habitus", "Pose", "build_anatomy", "sample_habitus", "sample_pose"]
 
@@ -85,7 +85,11 @@ def sample_habitus(rng: np.random.Generator, sex: str, age: int) -> Habitus:
     build = rng.normal(1.0, 0.035) * (1.03 if sex == "M" else 0.97)
     older = max(age - 50, 0)
     bone_loss = (0.009 if sex == "F" else 0.004) * older
-    breast = 0.0 if sex == "M" or age < 14 else float(np.clip(rng.normal(1.0, 0.25), 0.45, 1.6)) * min(1.0, (age - 12) / 14)
+    breast = (
+        0.0
+        if sex == "M" or age < 14
+        else float(np.clip(rng.normal(1.0, 0.25), 0.45, 1.6)) * min(1.0, (age - 12) / 14)
+    )
     return Habitus(
         sex=sex,
         age=int(age),
@@ -134,7 +138,10 @@ def build_anatomy(habitus: Habitus, pose: Pose, size: int, *, ctr: float | None 
     ctr_film = ctr_pa * (1.12 if pose.view == "AP" else 1.0)
     anat = Anatomy(size, frame, habitus, pose, ctr_film)
     m = anat.masks
-    for side, sgn, base, dome in (("right", -1, 0.975, habitus.dome_right), ("left", 1, 1.0, habitus.dome_left)):
+    for side, sgn, base, dome in (
+        ("right", -1, 0.975, habitus.dome_right),
+        ("left", 1, 1.0, habitus.dome_left),
+    ):
         m[f"cavity_{side}"] = fill_polygon(_hemithorax(frame, sgn, base - raise_.get(side, 0.0), dome), size)
     m["heart"] = _heart(frame, ctr_film) & ~_below_domes(m, frame)
     m["mediastinum"] = _mediastinum(frame, habitus.aorta) | m["heart"]
@@ -253,7 +260,9 @@ def _bones(frame: Frame, rng: np.random.Generator) -> np.ndarray:
         for i in range(11):  # posterior ribs: from the spine, up a little, then down the lateral wall
             t = np.linspace(0.0, 1.0, 24)
             v0 = -0.14 + i * 0.100 + phase
-            posterior.append(frame.px(sgn * (0.07 + 1.05 * t), v0 + 0.05 - 0.07 * np.sin(np.pi * 0.8 * t) + 0.24 * t**2))
+            posterior.append(
+                frame.px(sgn * (0.07 + 1.05 * t), v0 + 0.05 - 0.07 * np.sin(np.pi * 0.8 * t) + 0.24 * t**2)
+            )
         for i in range(6):  # anterior ribs: fainter, from the lateral wall down towards the sternum
             t = np.linspace(0.0, 1.0, 16)
             v0 = 0.02 + i * 0.15 + phase

@@ -10,7 +10,7 @@ are transparent and the film stays readable; a colour bar gives the map's own sc
 part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
 own colour and dash in the legend; boxes and reader points are drawn; the Otsu segmentation that
 IoU was scored on is a named contour — drawn from the mask the caller scored (``segmentation``,
-:func:`cxrxai.panel.score_panel`), never segmented here. Axes are the film's own pixel coordinates.
+:func:`cxrxai.present.panel.score_panel`), never segmented here. Axes are the film's own pixel coordinates.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import plotly.graph_objects as go
 from captum.attr._utils.visualization import _cumulative_sum_threshold
 from plotly.subplots import make_subplots
 
-from .errors import DataError, UnknownNameError
+from ..errors import DataError, UnknownNameError
+from ..postprocess import minmax, positive, upsample
 from .overlay import COLORMAPS
-from .postprocess import minmax, positive, upsample
 
 __all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES",
            "SEGMENTATION_NAME", "blend", "colorscale", "display_defaults", "display_heat", "film_figure",
@@ -78,9 +78,15 @@ def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np
     return np.clip((image.astype(np.float32) - lo) * (255.0 / width), 0, 255).round().astype(np.uint8)
 
 
-def display_heat(saliency: np.ndarray, size: tuple[int, int], *, mode: str = "normalized", smooth: bool = False,
-                 top_k: float | None = None, clip: float | None = None
-                 ) -> tuple[np.ndarray, tuple[float, float]]:
+def display_heat(
+    saliency: np.ndarray,
+    size: tuple[int, int],
+    *,
+    mode: str = "normalized",
+    smooth: bool = False,
+    top_k: float | None = None,
+    clip: float | None = None,
+) -> tuple[np.ndarray, tuple[float, float]]:
     """The map on the display grid and its scale in map units.
 
     ``normalized``: the positive part, upsampled bilinearly, min–max to [0, 1] (the scoring
@@ -138,7 +144,9 @@ def blend(film_rgb: np.ndarray, heat: np.ndarray, *, colormap: str = "jet", alph
         color[..., 1] = np.where(v > 0, 24, 102)
         color[..., 2] = np.where(v > 0, 43, 172)
     else:
-        color = cv2.applyColorMap(np.uint8(255 * np.clip(mag, 0, 1)), COLORMAPS.get(colormap, cv2.COLORMAP_JET))
+        color = cv2.applyColorMap(
+            np.uint8(255 * np.clip(mag, 0, 1)), COLORMAPS.get(colormap, cv2.COLORMAP_JET)
+        )
         color = color[..., ::-1].astype(np.float32)
     out = film_rgb.astype(np.float32) * (1 - weight[..., None]) + color * weight[..., None]
     return out.round().astype(np.uint8)
@@ -160,8 +168,11 @@ def _png_source(rgb: np.ndarray) -> str:
 
 def _contours(mask: np.ndarray, f: float) -> tuple[list, list]:
     """x, y of a mask's outer contours at display factor ``f``, in film pixels (None-separated)."""
-    small = cv2.resize(mask.astype(np.uint8), None, fx=f, fy=f, interpolation=cv2.INTER_NEAREST) if f < 1 else \
-        mask.astype(np.uint8)
+    small = (
+        cv2.resize(mask.astype(np.uint8), None, fx=f, fy=f, interpolation=cv2.INTER_NEAREST)
+        if f < 1
+        else mask.astype(np.uint8)
+    )
     found, _ = cv2.findContours(small, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     xs, ys, k = [], [], (1 / f if f < 1 else 1.0)
     for c in found:
@@ -192,11 +203,21 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
                 bx += [x, x + w, x + w, x, x, None]
                 by += [y, y, y + h, y + h, y, None]
         if bx:
-            traces.append(go.Scatter(x=bx, y=by, mode="lines", line=line, name=f"{name} box", legendgroup=reader))
+            traces.append(
+                go.Scatter(x=bx, y=by, mode="lines", line=line, name=f"{name} box", legendgroup=reader)
+            )
         pts = [p for r, p in points if r == reader]
         if pts:
-            traces.append(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=f"{name} point",
-                                     marker=dict(symbol="x", size=10, color=color), legendgroup=reader))
+            traces.append(
+                go.Scatter(
+                    x=[p[0] for p in pts],
+                    y=[p[1] for p in pts],
+                    mode="markers",
+                    name=f"{name} point",
+                    marker=dict(symbol="x", size=10, color=color),
+                    legendgroup=reader,
+                )
+            )
     return traces
 
 
@@ -228,10 +249,23 @@ def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, 
                                     "  no positive attribution: Scale raw shows the signed map"
                                     if mode != "raw" else "  the map is 0 everywhere"])], []
     lo, hi = bar or (lo, hi)
-    colour_bar = go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=dict(
-        colorscale=DIVERGING if mode == "raw" else colorscale(colormap), cmin=lo, cmax=hi, color=[lo], showscale=True,
-        colorbar=dict(title=dict(text=_bar_title(mode, clip, bool(bar)), side="right"), thickness=12,
-                      len=0.8)))
+    colour_bar = go.Scatter(
+        x=[None],
+        y=[None],
+        mode="markers",
+        showlegend=False,
+        hoverinfo="skip",
+        marker=dict(
+            colorscale=DIVERGING if mode == "raw" else colorscale(colormap),
+            cmin=lo,
+            cmax=hi,
+            color=[lo],
+            showscale=True,
+            colorbar=dict(
+                title=dict(text=_bar_title(mode, clip, bool(bar)), side="right"), thickness=12, len=0.8
+            ),
+        ),
+    )
     contour = [_segmentation_trace(segmentation, f)] if otsu and segmentation is not None else []
     return rgb, [colour_bar], contour
 
@@ -253,20 +287,42 @@ def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tu
 
 
 def _image_trace(rgb: np.ndarray, shape: tuple[int, int]) -> go.Image:
-    return go.Image(source=_png_source(rgb), x0=0, y0=0, dx=shape[1] / rgb.shape[1], dy=shape[0] / rgb.shape[0],
-                    hoverinfo="skip")
+    return go.Image(
+        source=_png_source(rgb),
+        x0=0,
+        y0=0,
+        dx=shape[1] / rgb.shape[1],
+        dy=shape[0] / rgb.shape[0],
+        hoverinfo="skip",
+    )
 
 
 def _legend_below() -> dict:
     return dict(orientation="h", yanchor="top", y=-0.02, x=0, bgcolor="#262730", font=dict(color="#fafafa"))
 
 
-def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks: dict | None = None, boxes=(),
-                points=(), mode: str = "normalized", colormap: str = "jet", alpha: float = 0.6, floor: float = 0.2,
-                top_k: float | None = None, smooth: bool = False, clip: float | None = None,
-                level: tuple[float, float] = (127.5, 255.0), show_map: bool = True, otsu: bool = True,
-                segmentation: np.ndarray | None = None, height: int = 620, title: str = "",
-                revision: str = "") -> go.Figure:
+def film_figure(
+    image: np.ndarray,
+    saliency: np.ndarray | None = None,
+    *,
+    masks: dict | None = None,
+    boxes=(),
+    points=(),
+    mode: str = "normalized",
+    colormap: str = "jet",
+    alpha: float = 0.6,
+    floor: float = 0.2,
+    top_k: float | None = None,
+    smooth: bool = False,
+    clip: float | None = None,
+    level: tuple[float, float] = (127.5, 255.0),
+    show_map: bool = True,
+    otsu: bool = True,
+    segmentation: np.ndarray | None = None,
+    height: int = 620,
+    title: str = "",
+    revision: str = "",
+) -> go.Figure:
     """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
     at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``;
     ``segmentation``: the scored Otsu mask at the film's size, outlined when ``otsu`` (None: no
@@ -280,7 +336,9 @@ def film_figure(image: np.ndarray, saliency: np.ndarray | None = None, *, masks:
                                         floor=floor, top_k=top_k, smooth=smooth, otsu=otsu, clip=clip,
                                         segmentation=segmentation)
         traces = bar + contour
-    fig = go.Figure([_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)])
+    fig = go.Figure(
+        [_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)]
+    )
     kept = revision or None  # zoom and pan: kept while the case's revision stays
     fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=kept)
     fig.update_yaxes(visible=False, range=[h, 0], scaleanchor="x", constrain="domain", uirevision=kept)
@@ -308,9 +366,15 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
     columns = max(1, min(columns, len(panels)))
     rows = -(-len(panels) // columns)
     same_size = len({p["image"].shape for p in panels}) == 1
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[p.get("title", "") for p in panels],
-                        shared_xaxes="all" if same_size else False, shared_yaxes="all" if same_size else False,
-                        horizontal_spacing=0.02, vertical_spacing=0.1 if rows > 1 else 0.0)
+    fig = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[p.get("title", "") for p in panels],
+        shared_xaxes="all" if same_size else False,
+        shared_yaxes="all" if same_size else False,
+        horizontal_spacing=0.02,
+        vertical_spacing=0.1 if rows > 1 else 0.0,
+    )
     shared_bar = (-1.0, 1.0) if mode == "raw" else (0.0, 1.0)
     bar_drawn, legend_seen = False, set()
     for k, panel in enumerate(panels):
@@ -337,9 +401,22 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
         h, w = image.shape
         fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=revision or None,
                          row=row, col=col)
-        fig.update_yaxes(visible=False, range=[h, 0], scaleanchor=f"x{k + 1 if k else ''}", constrain="domain",
-                         uirevision=revision or None, row=row, col=col)
+        fig.update_yaxes(
+            visible=False,
+            range=[h, 0],
+            scaleanchor=f"x{k + 1 if k else ''}",
+            constrain="domain",
+            uirevision=revision or None,
+            row=row,
+            col=col,
+        )
     fig.update_annotations(font_size=12)  # the panels' titles
-    fig.update_layout(height=height_per_row * rows + 60, margin=dict(l=0, r=0, t=50, b=0), legend=_legend_below(),
-                      dragmode="zoom", plot_bgcolor="black", uirevision=revision or None)
+    fig.update_layout(
+        height=height_per_row * rows + 60,
+        margin=dict(l=0, r=0, t=50, b=0),
+        legend=_legend_below(),
+        dragmode="zoom",
+        plot_bgcolor="black",
+        uirevision=revision or None,
+    )
     return fig

@@ -1,6 +1,6 @@
 """The eight NIH box findings, drawn into a phantom's density layers with exact instance masks.
 
-Each drawer takes an :class:`~cxrxai.data._anatomy.Anatomy` and a generator, adds density to
+Each drawer takes an :class:`~cxrxai.data.phantom._anatomy.Anatomy` and a generator, adds density to
 ``anat.layers`` and returns the binary mask of every instance (the ground truth). A lesion's mask
 is its hard shape clipped to where anatomy says it must lie (lung fields; the heart for
 cardiomegaly); its density is the same shape, blurred for ill-defined margins, so the mask is the
@@ -30,8 +30,8 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
+from .._raster import fill_polygon, polyline, smooth_noise, soften
 from ._anatomy import Anatomy
-from ._raster import fill_polygon, polyline, smooth_noise, soften
 
 __all__ = ["DRAWERS", "atelectasis_volume_loss", "cardiomegaly_ctr"]
 
@@ -82,7 +82,12 @@ def nodule(anat: Anatomy, rng, **plan) -> list[np.ndarray]:
     masks, taken = [], np.zeros((anat.size,) * 2, bool)
     for _ in range(count):
         radius = _mm(anat, float(np.exp(rng.uniform(np.log(8), np.log(28))))) / 2
-        c = _place(anat, anat.lungs & ~cv2.dilate(taken.astype(np.uint8), np.ones((9, 9))).astype(bool), radius + 2, rng)
+        c = _place(
+            anat,
+            anat.lungs & ~cv2.dilate(taken.astype(np.uint8), np.ones((9, 9))).astype(bool),
+            radius + 2,
+            rng,
+        )
         mask = _blob(anat.size, c, radius, rng, 0.08) & anat.lungs
         if not mask.any():
             continue

@@ -1,17 +1,24 @@
 """Text and tables for a reader (no Plotly): a number or why it is missing, a case's decision,
 the PASS/FAIL verdicts, the explainer ranking and the planted-shortcut summaries, n beside each.
 
-:mod:`cxrxai.viz` re-exports these names, so pages and scripts keep one import for presentation.
+:mod:`cxrxai.present.viz` re-exports these names, so pages and scripts keep one import for presentation.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .stats import MIN_CI_N
+from ..stats import MIN_CI_N
 
-__all__ = ["SMALL_N", "decision_text", "ranking_display", "reliance_display", "shortcut_display", "value_text",
-           "verdict_table"]
+__all__ = [
+    "SMALL_N",
+    "decision_text",
+    "ranking_display",
+    "reliance_display",
+    "shortcut_display",
+    "value_text",
+    "verdict_table",
+]
 
 #: Cells, points and bars resting on fewer cases than this are greyed (shown, never hidden).
 SMALL_N = 10
@@ -79,16 +86,25 @@ def _share(v: float) -> str:
 def shortcut_display(summary: pd.DataFrame) -> pd.DataFrame:
     """The planted-shortcut summary as a reader sees it: shares as percentages beside the chance
     level, the paired difference with its CI and n, and the verdict — never a bare NaN."""
-    return pd.DataFrame([{
-        "explainer": r.method, "verdict": r.verdict,
-        "shortcut − control (95 % CI)": _ci_text(r.difference, r.lower, r.upper, r.pairs), "n pairs": r.pairs,
-        "marker share, shortcut model": _share(r.shortcut_share), "marker share, control": _share(r.control_share),
-        "chance (zone area)": f"{r.chance:.1%}",
-        "peak on marker, shortcut / control": " / ".join("no map" if v != v else f"{v:.0%}"
-                                                          for v in (r.shortcut_peak, r.control_peak)),
-        "lesion share (positives), shortcut / control": f"{_share(r.shortcut_lesion_share)} / "
-                                                        f"{_share(r.control_lesion_share)}",
-    } for r in summary.itertuples(index=False)])
+    return pd.DataFrame(
+        [
+            {
+                "explainer": r.method,
+                "verdict": r.verdict,
+                "shortcut − control (95 % CI)": _ci_text(r.difference, r.lower, r.upper, r.pairs),
+                "n pairs": r.pairs,
+                "marker share, shortcut model": _share(r.shortcut_share),
+                "marker share, control": _share(r.control_share),
+                "chance (zone area)": f"{r.chance:.1%}",
+                "peak on marker, shortcut / control": " / ".join(
+                    "no map" if v != v else f"{v:.0%}" for v in (r.shortcut_peak, r.control_peak)
+                ),
+                "lesion share (positives), shortcut / control": f"{_share(r.shortcut_lesion_share)} / "
+                f"{_share(r.control_lesion_share)}",
+            }
+            for r in summary.itertuples(index=False)
+        ]
+    )
 
 
 def reliance_display(reliance: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +135,14 @@ def ranking_display(ranking: pd.DataFrame, metric: str) -> pd.DataFrame:
             versus = (f"{verdict} {d['vs']}: {d['difference']:+.3f} [{d['lower']:.3f}, {d['upper']:.3f}], "
                       f"n = {int(d['n_paired'])} shared cases")
         small = " (n < 10)" if d["n"] < SMALL_N else ""
-        rows.append({"finding": d["label"], "rank": d["rank"], "explainer": d["explainer"],
-                     metric: f"{d[metric]:.3f}{small}", "n": d["n"], "compared with the best (paired bootstrap 95 % CI)":
-                     versus})
+        rows.append(
+            {
+                "finding": d["label"],
+                "rank": d["rank"],
+                "explainer": d["explainer"],
+                metric: f"{d[metric]:.3f}{small}",
+                "n": d["n"],
+                "compared with the best (paired bootstrap 95 % CI)": versus,
+            }
+        )
     return pd.DataFrame(rows)

@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass, field
 import cv2
 import numpy as np
 
-from ..errors import DataError, UnknownNameError
-from ..labels import FINDINGS, age_bin
-from . import nih_stats
+from ...errors import DataError, UnknownNameError
+from ...labels import FINDINGS, age_bin
+from .. import nih_stats
 from ._anatomy import build_anatomy, sample_habitus, sample_pose
 from ._findings import DRAWERS, atelectasis_volume_loss, cardiomegaly_ctr
 
@@ -54,7 +54,9 @@ __all__ = [
 ]
 
 SPLITS = ("train", "val", "test")
-_DRAW_ORDER = ("Pneumothorax", "Effusion") + tuple(f for f in FINDINGS if f not in ("Pneumothorax", "Effusion"))
+_DRAW_ORDER = ("Pneumothorax", "Effusion") + tuple(
+    f for f in FINDINGS if f not in ("Pneumothorax", "Effusion")
+)
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,9 @@ def sample_cohort(config: PhantomConfig) -> list[CaseSpec]:
             i = len(specs)
             findings = tuple(f for f, b in zip(FINDINGS, bits[rng.choice(len(bits), p=p_combo)]) if b)
             view = "AP" if rng.random() < stats["ap_fraction_by_age_bin"][age_bin(age)] else "PA"
-            marker = ("R" if rng.random() < 0.5 else "L") if rng.random() < config.marker_probability else None
+            marker = (
+                ("R" if rng.random() < 0.5 else "L") if rng.random() < config.marker_probability else None
+            )
             shortcut = _shortcut_draw(config.shortcut, split_of[pid], findings, rng)
             specs.append(CaseSpec(
                 image_id=f"ph{config.seed}-{i:05d}", patient_id=pid, sex=sex, age=age, view=view,
@@ -320,7 +324,9 @@ def _expose(anat, rng) -> np.ndarray:
     L = anat.layers
     density = L["soft"] - L["air"] + L["bone"] + L["vessels"] + L["texture"] + L["breast"] + L["lesion"]
     signal = anat.pose.exposure * np.clip(density, 0, None)
-    signal = signal + rng.standard_normal(signal.shape).astype(np.float32) * anat.pose.noise * np.exp(0.5 * signal)
+    signal = signal + rng.standard_normal(signal.shape).astype(np.float32) * anat.pose.noise * np.exp(
+        0.5 * signal
+    )
     signal = cv2.GaussianBlur(signal, (0, 0), 0.55 * anat.size / 256)
     shown = 1.0 - np.exp(-1.27 * anat.pose.contrast * np.clip(signal, 0, None))
     return np.clip((shown - 0.02) / 0.86 * 255.0, 0, 255).astype(np.uint8)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import DataError, MetricError
+from ..metrics.registry import segment_and_score
 from .display import decision_text
-from .errors import DataError, MetricError
-from .metrics.registry import segment_and_score
 
 __all__ = ["REFERENCE_READER", "PanelScore", "PanelState", "panel_state", "reference_truth", "score_panel"]
 

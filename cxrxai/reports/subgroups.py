@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pandas as pd
 
-from .errors import StoreError
-from .labels import NO_FINDING
-from .metrics import fairness
-from .store import Store
-from .summaries import prediction_table
+from ..errors import StoreError
+from ..labels import NO_FINDING
+from ..metrics import fairness
+from ..store import Store
+from ..summaries import prediction_table
 
 __all__ = ["metric_by_subgroup", "no_group_reason", "require_groups", "subgroup_tpr", "underdiagnosis"]
 
