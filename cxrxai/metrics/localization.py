@@ -13,19 +13,18 @@ Conventions (``../shared/notes/papers-original-code.md`` records them from the o
 * ROC AUC of map vs mask pixels is the thesis's "explanation AUC"; PR AUC is Arun et al.'s
   ``auc(recall, precision)`` (trapezoidal) or, as an option, average precision.
 
-Segmentation and overlap are here; pointing (:mod:`.pointing`) and ranking (:mod:`.ranking`)
-metrics have their own modules and are re-exported here.
+Thresholds and overlap are here; Otsu segmentation (:mod:`.otsu`), pointing (:mod:`.pointing`) and
+ranking (:mod:`.ranking`) metrics have their own modules and are re-exported here.
 """
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
-from PIL import Image, ImageDraw
 
 from ..errors import MetricError, UnknownNameError
-from ..postprocess import minmax, upsample
-from ._maps import _map, _mask, _prepare, _same
+from ..postprocess import minmax
+from ._maps import _mask, _prepare, _same
+from .otsu import OTSU_VARIANTS, otsu_mask
 from .pointing import coarse_pointing_game, pointing_game, points_hit
 from .ranking import PR_VARIANTS, pr_auc, ranking_metrics, roc_auc
 
@@ -51,7 +50,6 @@ __all__ = [
 ]
 
 IOU_CONVENTIONS = ("true_positive", "full")
-OTSU_VARIANTS = ("chexlocalize", "plain")
 #: CheXlocalize's threshold candidates (``np.arange(0.2, .8, .1)``, rounded): 0.2 … 0.7.
 SWEEP_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 #: CheXlocalize's probability cutoffs for the full-dataset evaluation (``probability_tuning_results.csv``):
@@ -60,73 +58,6 @@ PROBABILITY_CUTOFFS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 # --------------------------------------------------------------------------- maps → masks
-
-def otsu_mask(saliency, size: tuple[int, int] | None = None, *, variant: str = "chexlocalize") -> np.ndarray:
-    """Binary segmentation of a saliency map by Otsu's threshold.
-
-    Parameters
-    ----------
-    saliency : (h, w) array_like
-        Finite saliency map, at any resolution.
-    size : (int, int), optional
-        ``(height, width)`` to upsample to first; the image's original size for CheXlocalize parity.
-    variant : {"chexlocalize", "plain"}
-        Whether the thresholded map's contours are filled (see Notes).
-
-    Returns
-    -------
-    mask : ndarray of bool, the map's (upsampled) shape
-
-    Notes
-    -----
-    u = uint8(255 · (m − min m) / max(m − min m)) (float32, truncation); Otsu's t maximises the between-class
-    variance ω₀ω₁(μ₀ − μ₁)² of u's histogram; pixels with u > t are foreground. ``"chexlocalize"`` (default)
-    reproduces Saporta et al.'s ``heatmap_to_segmentation.py``: upsample (bilinear, align_corners=False) →
-    min–max → uint8 → OpenCV Otsu → fill every contour polygon (RETR_TREE, CHAIN_APPROX_SIMPLE; contours of
-    ≤ 1 point dropped; holes filled, single pixels vanish), drawn with PIL as the original does. ``"plain"``
-    stops after Otsu (u > t). A constant map gives an empty mask (CheXlocalize's division by zero: NaN).
-
-    References
-    ----------
-    .. [1] Otsu N. (1979) A threshold selection method from gray-level histograms. IEEE Trans. Syst. Man Cybern.
-           doi:10.1109/TSMC.1979.4310076
-    .. [2] Saporta A. et al. (2022) Benchmarking saliency methods for chest X-ray interpretation. Nat. Mach.
-           Intell. doi:10.1038/s42256-022-00536-x
-
-    Examples
-    --------
-    >>> m = np.zeros((9, 9)); m[1:6, 1:6] = 1.0; m[3, 3] = 0.0; m[8, 8] = 1.0  # a ring and a dot
-    >>> plain, filled = otsu_mask(m, variant="plain"), otsu_mask(m)
-    >>> bool(plain[3, 3]), bool(plain[8, 8]), bool(filled[3, 3]), bool(filled[8, 8])
-    (False, True, True, False)
-    >>> bool(otsu_mask(np.ones((4, 4))).any())
-    False
-    """
-    if variant not in OTSU_VARIANTS:
-        raise UnknownNameError("Otsu variant", variant, OTSU_VARIANTS)
-    # float32 throughout, as CheXlocalize's torch code: (cam − min) / max, then uint8(255 · m)
-    m = _map(saliency).astype(np.float32)
-    if size is not None and m.shape != tuple(size):
-        m = upsample(m, size)
-    m = m - m.min()
-    top = m.max()
-    if top <= 0:
-        return np.zeros(m.shape, bool)
-    u8 = np.uint8(255 * (m / top))  # truncation
-    if u8.max() == 0:
-        return np.zeros(u8.shape, bool)
-    _, thresh = cv2.threshold(u8, 0, int(u8.max()), cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    if variant == "plain":
-        return thresh > 0
-    contours, _ = cv2.findContours(thresh, cv2.RETR_TREE, cv2.CHAIN_APPROX_SIMPLE)
-    canvas = Image.new("L", (u8.shape[1], u8.shape[0]), 0)
-    draw = ImageDraw.Draw(canvas)
-    for c in contours:
-        if len(c) <= 1:
-            continue
-        draw.polygon([tuple(p) for p in c[:, 0, :].tolist()], outline=1, fill=1)
-    return np.asarray(canvas, dtype=bool)
-
 
 def threshold_mask(saliency, threshold: float, size: tuple[int, int] | None = None) -> np.ndarray:
     """Binary segmentation ``minmax(map) > threshold`` (CheXlocalize's fixed-threshold path).
@@ -359,12 +290,15 @@ def iou(pred, truth, *, convention: str = "true_positive") -> float:
         raise UnknownNameError("IoU convention", convention, IOU_CONVENTIONS)
     p, t = _mask(pred, "predicted mask"), _mask(truth, "ground-truth mask")
     _same(p, t)
-    union = np.count_nonzero(p | t)  # counting set bytes: several times faster than a bool sum at film size
-    if convention == "true_positive" and (not p.any() or not t.any()):
+    # counting set bytes, and one byte-wise AND (as uint8: SIMD) for the intersection: at film size
+    # several times faster than bool sums or an OR for the union
+    n_p, n_t = np.count_nonzero(p), np.count_nonzero(t)
+    if convention == "true_positive" and (n_p == 0 or n_t == 0):
         return float("nan")
-    if union == 0:
+    if n_p + n_t == 0:
         return float("nan")
-    return float(np.count_nonzero(p & t) / union)
+    both = np.count_nonzero(np.bitwise_and(p.view(np.uint8), t.view(np.uint8)))
+    return float(both / (n_p + n_t - both))
 
 
 def miou(values) -> float:

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import UnknownNameError
 from ._maps import _mask, _prepare, _same
 
-__all__ = ["PR_VARIANTS", "pr_auc", "ranking_metrics", "roc_auc"]
+__all__ = ["PR_VARIANTS", "pr_auc", "ranking_from_sorted", "ranking_metrics", "roc_auc"]
 
 PR_VARIANTS = ("trapezoid", "average_precision")
 
@@ -30,20 +30,22 @@ class _Ranks:
     n0: int
 
 
-def _ranks(m: np.ndarray, t: np.ndarray) -> _Ranks:
-    """Both classes' scores sorted apart (NumPy's SIMD sort), then one search of the lesion's distinct
-    scores among the background's. Scores that float32 holds exactly (every upsampled map:
-    :func:`~cxrxai.postprocess.upsample` returns float32) are sorted as float32, half the bytes."""
+def _ranks(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> _Ranks:
+    """Every score sorted once (NumPy's SIMD sort; ``ordered`` when the caller has it), the lesion's
+    apart, then one search of the lesion's distinct scores among all: the background pixels below a
+    score are all pixels below it less the lesion's. Scores that float32 holds exactly (every upsampled
+    map: :func:`~cxrxai.postprocess.upsample` returns float32) are sorted as float32, half the bytes."""
     scores, truth = m.ravel(), t.ravel().astype(bool)
-    narrow = scores.astype(np.float32)
-    if np.array_equal(narrow, scores):
-        scores = narrow
-    lesion, background = np.sort(scores[truth]), np.sort(scores[~truth])
+    if scores.dtype != np.float32:
+        narrow = scores.astype(np.float32)
+        scores = narrow if np.array_equal(narrow, scores) else scores
+    ordered = np.sort(scores) if ordered is None else ordered
+    lesion = np.sort(scores[truth])
     first = np.flatnonzero(np.r_[True, lesion[1:] != lesion[:-1]])
-    values = lesion[first]
-    below = np.searchsorted(background, values, side="left")
-    tied = np.searchsorted(background, values, side="right") - below
-    return _Ranks(np.diff(np.r_[first, lesion.size]), below, tied, int(lesion.size), int(background.size))
+    values, counts = lesion[first], np.diff(np.r_[first, lesion.size])
+    below = np.searchsorted(ordered, values, side="left")
+    tied = np.searchsorted(ordered, values, side="right") - below
+    return _Ranks(counts, below - first, tied - counts, int(lesion.size), int(scores.size - lesion.size))
 
 
 def _roc_from(r: _Ranks) -> float:
@@ -199,9 +201,15 @@ def ranking_metrics(saliency, truth, *, size: tuple[int, int] | None = None) -> 
     >>> ranking_metrics(np.array([[0.9, 0.8, 0.3, 0.1]]), np.array([[1, 0, 1, 0]]))
     {'roc_auc': 0.75, 'pr_auc': 0.7916666666666666, 'ap': 0.8333333333333333}
     """
-    m, t = _ranked(saliency, truth, size)
+    return ranking_from_sorted(*_ranked(saliency, truth, size))
+
+
+def ranking_from_sorted(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> dict[str, float]:
+    """:func:`ranking_metrics` of a checked map ``m`` and bool mask ``t`` of one shape, reusing the map's
+    values already sorted ascending (``np.sort(m, axis=None)``) when given: the sort
+    :class:`~cxrxai.metrics.registry.Scored` shares with the Otsu segmentation."""
     if not t.any():
         return {"roc_auc": float("nan"), "pr_auc": float("nan"), "ap": float("nan")}
-    r = _ranks(m, t)
+    r = _ranks(m, t, ordered)
     return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": _pr_from(r, "trapezoid"),
             "ap": _pr_from(r, "average_precision")}

@@ -27,14 +27,9 @@ import numpy as np
 
 from .. import postprocess
 from ..errors import MetricError, UnknownNameError
-from .localization import (
-    coarse_pointing_game,
-    iou,
-    otsu_mask,
-    pointing_game,
-    probability_gate,
-    ranking_metrics,
-)
+from .localization import coarse_pointing_game, iou, pointing_game, probability_gate
+from .otsu import otsu_from_sorted
+from .ranking import ranking_from_sorted
 
 __all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "Segmented", "get", "metric_names", "register",
            "score_map", "segment_and_score", "unregister"]
@@ -47,7 +42,9 @@ class Scored:
 
     def __init__(self, native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
                  threshold: float | None = None):
-        self.native, self.truth = native, np.asarray(truth).astype(bool)
+        # a copy in row-major order, as the map: a decoded RLE mask is column-major, and every pass
+        # pairing it with the map (AND, boolean indexing, ravel) would stride across memory
+        self.native, self.truth = native, np.array(truth, dtype=bool, order="C")
         self.prob, self.threshold = prob, threshold
         self.has_truth = bool(self.truth.any())
 
@@ -60,8 +57,14 @@ class Scored:
         return postprocess.upsample(self.positive, self.truth.shape)
 
     @cached_property
+    def ordered(self) -> np.ndarray:
+        """The upsampled map's values sorted ascending: one sort for the Otsu histogram and every
+        ranking metric."""
+        return np.sort(self.upsampled, axis=None)
+
+    @cached_property
     def segmentation(self) -> np.ndarray:
-        return otsu_mask(self.upsampled)
+        return otsu_from_sorted(self.upsampled, self.ordered)
 
     @cached_property
     def gated(self) -> np.ndarray:
@@ -71,7 +74,7 @@ class Scored:
 
     @cached_property
     def ranking(self) -> dict[str, float]:
-        return ranking_metrics(self.upsampled, self.truth)
+        return ranking_from_sorted(self.upsampled, self.truth, self.ordered)
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ for _m in (
     Metric(
         "pred_area",
         "Segmented area",
-        lambda s: float(s.segmentation.mean()),
+        lambda s: np.count_nonzero(s.segmentation) / s.segmentation.size,
         "area",
         "fraction of the image the Otsu segmentation covers",
         SAPORTA,
@@ -194,7 +197,7 @@ for _m in (
     Metric(
         "gt_area",
         "Lesion area",
-        lambda s: float(s.truth.mean()),
+        lambda s: np.count_nonzero(s.truth) / s.truth.size,
         "area",
         "fraction of the image the ground truth covers",
         SAPORTA,
