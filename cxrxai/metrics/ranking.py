@@ -44,7 +44,13 @@ def _ranks(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> _
     first = np.flatnonzero(np.r_[True, lesion[1:] != lesion[:-1]])
     values, counts = lesion[first], np.diff(np.r_[first, lesion.size])
     below = np.searchsorted(ordered, values, side="left")
-    tied = np.searchsorted(ordered, values, side="right") - below
+    # a score's pixels run from ``below``, its lesion pixels at least: search the run's end only where
+    # the background ties the score too (rare in an upsampled map)
+    ends = below + counts
+    more = ends < ordered.size
+    more[more] = ordered[ends[more]] == values[more]
+    ends[more] = np.searchsorted(ordered, values[more], side="right")
+    tied = ends - below
     return _Ranks(counts, below - first, tied - counts, int(lesion.size), int(scores.size - lesion.size))
 
 
