@@ -254,7 +254,8 @@ def underdiagnosis(
     Returns
     -------
     rates : DataFrame
-        The ``by`` columns, ``n_NNF`` (NF = 0), ``n_PNF`` (NF = 1), ``fpr`` and ``fnr`` with bounds, ``small``.
+        The ``by`` columns, ``n_NNF`` (NF = 0), ``n_PNF`` (NF = 1), ``fpr`` and ``fnr`` with bounds,
+        ``small``.
 
     Notes
     -----

@@ -217,7 +217,8 @@ for _m in (
         "PLA",
         lambda s: coarse_pointing_game(s.positive, s.truth),
         "pointing",
-        "the thesis's point localization: the centre pixel of the map's most important cell lies in the lesion",
+        "the thesis's point localization: the centre pixel of the map's most important cell lies in the "
+        "lesion",
         THESIS,
     ),
     Metric(

@@ -53,7 +53,8 @@ def ssim(a, b, *, data_range: float = 1.0) -> float:
     ``structural_similarity`` defaults). Arun et al. called ``structural_similarity(m1, m2)`` on float maps
     in [0, 1] with scikit-image 0.16/0.17, whose float default range was 2.0 (−1 … 1): pass
     ``data_range=2.0`` to reproduce their numbers. Two constant maps c, d score (2cd + C1) / (c² + d² + C1).
-    Unequal shapes, non-2-D, non-finite or smaller than 7 × 7 input raises :class:`~cxrxai.errors.MetricError`.
+    Unequal shapes, non-2-D, non-finite or smaller than 7 × 7 input raises
+    :class:`~cxrxai.errors.MetricError`.
 
     References
     ----------

@@ -129,7 +129,8 @@ def test_ranking_from_one_sort_equals_the_previous_ranking(dtype):
 
 def test_iou_from_counts_equals_the_previous_iou():
     rng = np.random.default_rng(13)
-    masks = [rng.random((37, 41)) < p for p in (0.0, 0.1, 0.5, 1.0)] + [np.asfortranarray(rng.random((37, 41)) < 0.3)]
+    masks = [rng.random((37, 41)) < p for p in (0.0, 0.1, 0.5, 1.0)]
+    masks.append(np.asfortranarray(rng.random((37, 41)) < 0.3))
     for p in masks:
         for t in masks:
             for convention in ("true_positive", "full"):
