@@ -28,12 +28,16 @@ from .stages import resolve, stage
 from .trust import TRUST_IG, FidelityPlan, TrustPlan
 
 __all__ = [
+    "AFTER_FIRST_LOOK",
     "DEMO_DATASET",
     "EVIDENCE",
+    "EVIDENCE_STAGES",
     "FIRST_LOOK",
     "MODEL_EVIDENCE_STAGES",
+    "OTHER_MODEL_STAGES",
     "PHASES",
     "PHASE_STAGES",
+    "QUICK_STAGES",
     "SAME_ARCH_STAGES",
     "Evidence",
     "Round",

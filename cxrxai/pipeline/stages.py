@@ -5,8 +5,10 @@ A stage says its name, the store tables it reads and writes, which parts of the
 dataset) is an ordered list of stage names, resolved here against one plan. ``precompute
 --analyses`` offers the stages registered as analyses, with their help.
 
-Adding a stage is two files: the module that defines it (with :func:`stage` on its function) and
-the build that names it (``pipeline/demo.py`` or ``pipeline/dataset.py``)::
+Adding a stage is two files: a module of this package that defines it (with :func:`stage` on its
+function; every module here is imported before a lookup) and the build that names it
+(``pipeline/demo.py`` or ``pipeline/dataset.py``; an analysis needs no second file: ``--analyses``
+offers it)::
 
     @stage("my stage", reads=("maps",), writes=("problems",), help="what it computes")
     def my_stage(ctx) -> dict: ...
@@ -14,8 +16,11 @@ the build that names it (``pipeline/demo.py`` or ``pipeline/dataset.py``)::
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import import_module
 from types import MappingProxyType
 
 from ..errors import UnknownNameError
@@ -66,10 +71,6 @@ _REGISTRY: dict[str, StageSpec] = {}
 #: The registry, read-only.
 STAGES = MappingProxyType(_REGISTRY)
 
-#: The modules whose functions register the built-in stages (imported on first lookup).
-_BUILT_IN = ("predict", "maps", "scoring", "trust", "demo")
-
-
 def register_stage(spec: StageSpec) -> StageSpec:
     """Add ``spec`` to the registry; a name (or analysis name) taken by another stage is an error."""
     taken = _REGISTRY.get(spec.name)
@@ -102,12 +103,13 @@ def stage(name: str, *, reads: Iterable[str], writes: Iterable[str], help: str,
     return register
 
 
+@cache
 def _load() -> None:
-    """Import the modules that define the built-in stages, so their registrations have run."""
-    from importlib import import_module
-
-    for module in _BUILT_IN:
-        import_module(f"{__package__}.{module}")
+    """Import every module of the pipeline package once, so the registrations at their stage
+    functions have run (a new module with a :func:`stage` is found without being listed)."""
+    package = import_module(__package__)
+    for info in pkgutil.iter_modules(package.__path__):
+        import_module(f"{__package__}.{info.name}")
 
 
 def stage_names() -> tuple[str, ...]:
