@@ -23,7 +23,7 @@ from functools import cache
 from importlib import import_module
 from types import MappingProxyType
 
-from ..errors import UnknownNameError
+from ..errors import StageError, UnknownNameError
 from .runner import Stage
 
 __all__ = [
@@ -71,13 +71,15 @@ _REGISTRY: dict[str, StageSpec] = {}
 #: The registry, read-only.
 STAGES = MappingProxyType(_REGISTRY)
 
+
 def register_stage(spec: StageSpec) -> StageSpec:
     """Add ``spec`` to the registry; a name (or analysis name) taken by another stage is an error."""
     taken = _REGISTRY.get(spec.name)
     if taken is not None and taken.run is not spec.run:
-        raise ValueError(f"stage {spec.name!r} is already registered (by {taken.run.__qualname__})")
+        raise StageError(f"a stage named {spec.name!r} is already registered (by {taken.run.__qualname__}); "
+                         "choose another name")
     if spec.analysis is not None and spec.analysis in _by_analysis(exclude=spec.name):
-        raise ValueError(f"analysis {spec.analysis!r} is already registered")
+        raise StageError(f"an analysis named {spec.analysis!r} is already registered; choose another name")
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -160,5 +162,6 @@ def analysis_stages(analyses: Iterable[str]) -> tuple[str, ...]:
 
 def analysis_help() -> str:
     """``--analyses`` help: each analysis with what it does, generated from the registry."""
-    parts = [f"{a} — {s.describe()}" for a, s in _by_analysis().items()] if analysis_names() else []
+    _load()
+    parts = [f"{a} — {s.describe()}" for a, s in _by_analysis().items()]
     return "also run, comma-separated: " + "; ".join(parts)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cxrxai.cli import main
-from cxrxai.errors import UnknownNameError
+from cxrxai.errors import StageError, UnknownNameError
 from cxrxai.pipeline import BuildPlan, dataset_plan
 from cxrxai.pipeline.dataset import DATASET_STAGES
 from cxrxai.pipeline.demo import (
@@ -108,3 +108,11 @@ def test_an_analysis_adds_its_stage_and_what_follows_it(toy):
                            "sweep scores")
     assert plan.maps.split is None and plan.maps.sweep_cases == 3 and plan.trust.images == 3
     assert [s.name for s in plan.runnable()] == list(plan.stages)
+
+
+def test_a_taken_name_is_refused(toy):
+    with pytest.raises(StageError, match="'toy census' is already registered"):
+        register_stage(StageSpec("toy census", lambda ctx: {}, reads=(), writes=(), help="another"))
+    with pytest.raises(StageError, match="analysis named 'census'"):
+        register_stage(StageSpec("toy two", toy_census, reads=(), writes=(), help="x", analysis="census"))
+    assert "toy two" not in stage_names()
