@@ -14,6 +14,7 @@ __all__ = [
     "ExplainerError",
     "MetricError",
     "ModelError",
+    "StageError",
     "SchemaVersionError",
     "StoreError",
     "UnknownNameError",
@@ -48,6 +49,10 @@ class ExplainerError(CxrxaiError, ValueError):
 
 class MetricError(CxrxaiError, ValueError):
     """A metric got input it cannot score (shape mismatch, non-binary mask, NaN map...)."""
+
+
+class StageError(CxrxaiError, ValueError):
+    """A build stage cannot be registered as asked (a name or analysis name another stage holds)."""
 
 
 class UnknownNameError(CxrxaiError, KeyError, ValueError):

@@ -16,7 +16,6 @@ import json
 import sys
 from collections.abc import Callable
 
-from .. import paths
 from ..errors import CxrxaiError
 
 __all__ = ["COMMANDS", "commands", "entry_point", "main"]
@@ -108,27 +107,17 @@ def _add_model_spec(p: argparse.ArgumentParser, *, required: bool, default: str 
 
 
 def _load_model(name: str | None, store=None, *, input_size: int | None = None, trust_pickle: bool = False):
-    """A model by ``--model`` SPEC (:mod:`cxrxai.models.from_text`); with a store, its model
-    (``name`` = a model id of it, or its only model with predictions), reloaded the way the store
-    says it was built."""
-    from ..models.from_text import load_model_text
-    from ..models.registry import load
-    from ..models.stored import load_stored
+    """The model ``--model`` names (:func:`cxrxai.models.stored.model_for`)."""
+    from ..models.stored import model_for
 
-    if store is not None and (name is None or name in set(store.models().get("model_id", []))):
-        row = store.models().set_index("model_id").loc[name or _only_model(store)]
-        return load_stored(store.model_spec(row.name), row["weights_path"])
-    if name is None:
-        return load(paths.demo_model_path())
-    return load_model_text(name, input_size=input_size, trust_pickle=trust_pickle)[0]
+    return model_for(name, store, input_size=input_size, trust_pickle=trust_pickle)
 
 
 def _only_model(store) -> str:
     """The store's model with predictions, when there is exactly one."""
-    ids = [m for m in store.models().get("model_id", []) if store.predicted_image_ids(m)]
-    if len(ids) != 1:
-        raise CxrxaiError(f"the store has models with predictions {ids}; choose one with --model")
-    return str(ids[0])
+    from ..models.stored import only_model
+
+    return only_model(store)
 
 
 # --------------------------------------------------------------------------- entry

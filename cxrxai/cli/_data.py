@@ -82,17 +82,14 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workers", type=int, default=None, help="image decoding processes (default: CPU count, ≤ 8)"
     )
-    p.add_argument(
-        "--analyses",
-        default="",
-        help="also run, comma-separated: sweep (occlusion patch/stride, thesis Table "
-        "S4), trust (cascading randomization, Arun et al.), fidelity (deletion/"
-        "insertion, thesis §2.4)",
-    )
+    from ..pipeline.launch import ENGINES
+    from ..pipeline.stages import analysis_help
+
+    p.add_argument("--analyses", default="", help=analysis_help().replace("%", "%%"))
     p.add_argument("--cases", type=int, default=30, help="positive cases for each of --analyses (default 30)")
     p.add_argument(
         "--engine",
-        choices=["local", "ray"],
+        choices=ENGINES,
         default="local",
         help="where predictions and maps are computed: here (local) or on Ray, sharded over workers that "
         "write Parquet parts beside the store (STORE.parts/) for the driver to ingest",
@@ -106,58 +103,23 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
 def _precompute(args) -> int:
     from ..models.from_text import load_model_text
     from ..models.thresholds import read_threshold_file
-    from ..pipeline import build_dataset, dataset_stages
+    from ..pipeline.dataset import dataset_plan
+    from ..pipeline.launch import precompute
 
     tables = _tables(args)
     model, weights = load_model_text(args.model, input_size=args.input_size, name=args.model_name,
                                      trust_pickle=args.trust_pickle)
-    split = None if args.split == "all" else args.split
-    bars = Bars()
-    engine = None
-    if args.engine == "ray":
-        from ..pipeline.ray_engine import RayEngine
-
-        engine = RayEngine(Path(f"{args.store}.parts"), address=args.address, num_cpus=args.ray_cpus)
-        engine.start()  # a missing Ray or an unreachable address fails here, before anything is written
-    elif args.address:
-        raise CxrxaiError("--address joins a Ray cluster: add --engine ray")
-    from ..pipeline.background import StatusWriter, status_path
-
-    status = StatusWriter(status_path(args.store), phase=f"precompute ({args.engine} engine)")
-
-    def progress(task: str, done: int, total: int) -> None:  # the terminal's bars and the app's sidebar
-        bars(task, done, total)
-        status(task, done, total)
-
+    plan = dataset_plan(explainers=args.explainers.split(","), per_label=args.per_label,
+                        split=None if args.split == "all" else args.split,
+                        analyses=[a for a in args.analyses.split(",") if a], cases=args.cases)
     thresholds = (args.thresholds.name, read_threshold_file(args.thresholds)) if args.thresholds else None
+    bars = Bars()
     try:
-        report = build_dataset(
-            args.store,
-            tables,
-            model,
-            split=split,
-            workers=args.workers,
-            progress=progress,
-            strict=args.strict,
-            engine=engine,
-            thresholds=thresholds,
-            stages=dataset_stages(
-                explainers=args.explainers.split(","),
-                per_label=args.per_label,
-                split=split,
-                analyses=[a for a in args.analyses.split(",") if a],
-                cases=args.cases,
-            ),
-            cache_dir=paths.data_cache() / "decoded",
-            fresh=args.fresh,
-            model_path=weights,
-        )
-    except BaseException as err:
-        status.finish(error=f"{type(err).__name__}: {err}")
-        raise
+        report = precompute(args.store, tables, model, plan, engine=args.engine, address=args.address,
+                            ray_cpus=args.ray_cpus, progress=bars, workers=args.workers, strict=args.strict,
+                            thresholds=thresholds, fresh=args.fresh, model_path=weights)
     finally:
         bars.close()
-    status.finish()
     _print_label_matches(report["labels"], model.spec.name, tables.name)
     print(json.dumps(report, indent=1, default=str))
     return 0
@@ -277,9 +239,8 @@ def _info(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1, default=str))
         return 0
-    print(
-        f"store      {args.store or paths.demo_store()} (schema v{info['schema_version']}, built {info['built_at']})"
-    )
+    print(f"store      {args.store or paths.demo_store()} (schema v{info['schema_version']}, "
+          f"built {info['built_at']})")
     print("tables     " + ", ".join(f"{k} {v:,}" for k, v in info["counts"].items()))
     print("datasets   " + (", ".join(f"{d['dataset']} ({d['source']})" for d in info["datasets"]) or "none"))
     print("models     " + (", ".join(f"{m['model_id']} ({m['arch']})" for m in info["models"]) or "none"))

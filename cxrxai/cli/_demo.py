@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 from ..models.train import TrainConfig
-from ..pipeline.background import BuildStopped, StatusWriter, stoppable
+from ..pipeline.background import BuildStopped, stoppable
 from ..pipeline.demo import PHASES
 from . import Bars, _add_phantom, _phantom_config, _schedule, command
 
@@ -166,6 +166,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 def _demo(args) -> int:
     from ..pipeline import build_demo, demo_stages
     from ..pipeline.demo import evidence_rounds
+    from ..pipeline.launch import reporting
 
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
@@ -184,41 +185,29 @@ def _demo(args) -> int:
                 data_dir=data_dir,
             )
         )
-    bars = Bars()
-    status = StatusWriter(args.status, phase=args.phase) if args.status else None
-
-    def progress(task: str, done: int, total: int) -> None:
-        bars(task, done, total)
-        if status is not None:
-            status(task, done, total)
-
     extra = [
         p
         for p in (model.with_name(f"{model.stem}-seed1.pt"), model.with_name("demo-resnet18.pt"))
         if p.is_file()
     ]
     cache = model.with_suffix(".predictions.npz")
+    quick = args.phase == "quick"
+    bars = Bars()
     try:
-        quick = args.phase == "quick"
-        with stoppable(status):  # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
+        with reporting(args.status, phase=args.phase, progress=bars) as rep, stoppable(rep.status):
+            # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
             report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
-                                config=_phantom_config(args), progress=progress, fresh=args.fresh,
+                                config=_phantom_config(args), progress=rep, fresh=args.fresh,
                                 stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
                                 prediction_cache=None if args.recompute_predictions else cache,
                                 write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
                                 rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
-                                on_stage=status.stage if status is not None else None)
+                                on_stage=rep.stage)
     except BuildStopped as err:  # the status says so (stoppable); the store stays as last published
         print(f"stopped: {err}; `python -m cxrxai demo --phase {args.phase}` resumes", file=sys.stderr)
         return 3
-    except BaseException as err:
-        if status is not None:
-            status.finish(error=f"{type(err).__name__}: {err}")
-        raise
     finally:
         bars.close()
-    if status is not None:
-        status.finish()
     print(json.dumps(report, indent=1))
     return 0
 

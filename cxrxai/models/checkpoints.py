@@ -45,7 +45,8 @@ LAYOUTS = {
     "dataparallel": "DataParallel / DDP 'module.' prefix",
     "lightning": "PyTorch Lightning 'model.' (or 'net.', 'backbone.') prefix",
     "chexnet": "CheXNet 'densenet121.' prefix",
-    "old-densenet": "old DenseNet names 'norm.1', 'relu.1', 'conv.1', 'norm.2', 'conv.2' (torchvision < 0.3, CheXNet)",
+    "old-densenet": "old DenseNet names 'norm.1', 'relu.1', 'conv.1', 'norm.2', 'conv.2' "
+    "(torchvision < 0.3, CheXNet)",
     "sequential-head": "Linear + Sigmoid head saved as 'classifier.0' / 'fc.0' (CheXNet)",
     "one-channel": "one-channel first convolution (features.conv0 / conv1 / Conv2d_1a_3x3.conv)",
 }
@@ -70,7 +71,8 @@ _PREFIX_TAGS = {
     "backbone.": "lightning",
 }
 _OLD_DENSENET = re.compile(
-    r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var|num_batches_tracked))$"
+    r"^(.*denselayer\d+\.(?:norm|relu|conv))\."
+    r"((?:[12])\.(?:weight|bias|running_mean|running_var|num_batches_tracked))$"
 )
 
 

@@ -87,8 +87,8 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
     test_auroc = _test_aurocs(y[te], p_test)
     findings_mean = float(np.mean([test_auroc[lab]["auroc"] for lab in DEMO_LABELS[:8]]))
     card = {
-        "description": f"{train_config.arch} trained from scratch on cxrxai phantom chest radiographs (demo only; "
-        "not for clinical use)",
+        "description": f"{train_config.arch} trained from scratch on cxrxai phantom chest radiographs "
+        "(demo only; not for clinical use)",
         "training_data": {
             "generator": "cxrxai.data.phantom",
             "generator_version": GENERATOR_VERSION,
@@ -99,7 +99,8 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
             "n_test": len(te),
         },
         "normalization": "grey levels / 255, replicated to 3 channels, ImageNet mean/std",
-        "explained_output": "logit (pre-sigmoid score of the label; pass target='probability' to explain the sigmoid)",
+        "explained_output": "logit (pre-sigmoid score of the label; pass target='probability' to explain "
+        "the sigmoid)",
         "seed": train_config.seed,
         "train_config": train_config.to_dict(),
         "history": history,
@@ -110,7 +111,8 @@ def train_demo_model(*, name: str = DEMO_MODEL, config: PhantomConfig | None = N
         "test_mean_auroc_findings": round(findings_mean, 4),
         "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_minutes": round((time.monotonic() - started) / 60, 1),
-        "device": f"{model.device.type} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
+        "device": f"{model.device.type} ({platform.processor() or platform.machine()}, "
+        f"{torch.get_num_threads()} threads)",
         "torch": torch.__version__,
     }
     spec = spec.with_(thresholds={k: round(v[0], 6) for k, v in f1.items()}, card=card)

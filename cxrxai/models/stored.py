@@ -16,7 +16,7 @@ from ..errors import ModelError
 from .registry import LoadedModel, load
 from .spec import ModelSpec
 
-__all__ = ["load_stored"]
+__all__ = ["load_stored", "model_for", "only_model"]
 
 
 def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None) -> LoadedModel:
@@ -65,3 +65,29 @@ def _named_as_stored(model: LoadedModel, spec: ModelSpec) -> LoadedModel:
     if model.spec.labels == spec.labels or list(model.spec.labels) != spec.card.get("model_outputs"):
         return model
     return replace(model, spec=model.spec.with_label_names(spec.labels))
+
+
+def only_model(store) -> str:
+    """The id of ``store``'s model with predictions, when there is exactly one (else a
+    :class:`ModelError` naming them)."""
+    ids = [m for m in store.models().get("model_id", []) if store.predicted_image_ids(m)]
+    if len(ids) != 1:
+        raise ModelError(f"the store has models with predictions {ids}; choose one with --model")
+    return str(ids[0])
+
+
+def model_for(text: str | None, store=None, *, input_size: int | None = None,
+              trust_pickle: bool = False) -> LoadedModel:
+    """The model a user names: with a ``store``, its model (``text`` = one of its model ids, or
+    ``None`` for its only model with predictions), reloaded the way the store says it was built;
+    else the model ``text`` names (:func:`~cxrxai.models.from_text.load_model_text`), or the demo
+    model when ``text`` is ``None``."""
+    from .. import paths
+    from .from_text import load_model_text
+
+    if store is not None and (text is None or text in set(store.models().get("model_id", []))):
+        row = store.models().set_index("model_id").loc[text or only_model(store)]
+        return load_stored(store.model_spec(row.name), row["weights_path"])
+    if text is None:
+        return load(paths.demo_model_path())
+    return load_model_text(text, input_size=input_size, trust_pickle=trust_pickle)[0]

@@ -70,6 +70,24 @@ def mean_auroc(y: np.ndarray, p: np.ndarray) -> tuple[float, list[float]]:
     return float(np.nanmean(per)), per
 
 
+@dataclass
+class _Run:
+    """One training's moving parts: the network, its optimiser and schedule, the seeded random
+    streams, the labels as a tensor and the step counts."""
+
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LRScheduler
+    gen: torch.Generator
+    rng: np.random.Generator
+    y_all: torch.Tensor
+    steps_per_epoch: int
+    total: int
+    started: float
+    device: torch.device
+    step: int = 0
+
+
 def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx: np.ndarray,
           spec: ModelSpec, config: TrainConfig, *, device: torch.device | None = None,
           progress: Callable[[Progress], None] | None = None) -> tuple[LoadedModel, list[dict]]:
@@ -77,42 +95,20 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
     if labels.shape != (len(images), len(spec.labels)):
         raise DataError(f"labels must be (N, {len(spec.labels)}), got {labels.shape}")
     device = device or best_device()
-    torch.manual_seed(config.seed)
-    gen = torch.Generator().manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    model = _initial(config, len(spec.labels)).to(device, memory_format=torch.channels_last)
-    steps_per_epoch = math.ceil(len(train_idx) / config.batch_size)
-    total = steps_per_epoch * sum(e for _, e in config.schedule)
-    opt, sched = _optimizer(model, config, total)
-    y_all = torch.from_numpy(labels.astype(np.float32))
-    history, best, best_state, step, epoch = [], -1.0, None, 0, 0
-    started = time.monotonic()
+    run = _start(config, spec, labels, len(train_idx), device)
+    history, best, best_state, epoch = [], -1.0, None, 0
     out_of_time = False
     for resolution, epochs in config.schedule:
         for _ in range(epochs):
-            model.train()
-            order = rng.permutation(train_idx)
-            losses = []
-            for b in range(steps_per_epoch):
-                idx = np.sort(order[b * config.batch_size:(b + 1) * config.batch_size])
-                x = _augment(_to_unit(images, idx), resolution, gen).to(
-                    device, memory_format=torch.channels_last
-                )
-                losses.append(_step(model, opt, sched, _normalize(x, spec), y_all[idx].to(device), config))
-                step += 1
-                if progress:
-                    progress(Progress(epoch, step, total, float(np.mean(losses[-20:])), resolution))
-                if config.max_minutes and (time.monotonic() - started) / 60 > config.max_minutes:
-                    out_of_time = True
-                    break
+            losses, out_of_time = _epoch(run, images, train_idx, resolution, spec, config, epoch, progress)
             last_stage = resolution == config.schedule[-1][0]
             record = {"epoch": epoch, "resolution": resolution, "loss": float(np.mean(losses)),
-                      "minutes": round((time.monotonic() - started) / 60, 2)}
+                      "minutes": round((time.monotonic() - run.started) / 60, 2)}
             if last_stage or out_of_time or epoch == sum(e for _, e in config.schedule[:1]) - 1:
-                record["val_auroc"] = val = _evaluate(model, images, labels, val_idx, spec, device)
-                best, best_state = _keep_best(model, val, best, best_state)
+                record["val_auroc"] = val = _evaluate(run.model, images, labels, val_idx, spec, device)
+                best, best_state = _keep_best(run.model, val, best, best_state)
                 if progress:
-                    progress(Progress(epoch, step, total, record["loss"], resolution, val))
+                    progress(Progress(epoch, run.step, run.total, record["loss"], resolution, val))
             history.append(record)
             epoch += 1
             if out_of_time:
@@ -120,9 +116,42 @@ def train(images: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, val_idx
         if out_of_time:
             break
     if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    return LoadedModel(model, spec, device), history
+        run.model.load_state_dict(best_state)
+    run.model.eval()
+    return LoadedModel(run.model, spec, device), history
+
+
+def _start(config: TrainConfig, spec: ModelSpec, labels: np.ndarray, n_train: int, device) -> _Run:
+    """Seed everything from ``config.seed`` and set up the network, optimiser and schedule."""
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    model = _initial(config, len(spec.labels)).to(device, memory_format=torch.channels_last)
+    steps_per_epoch = math.ceil(n_train / config.batch_size)
+    total = steps_per_epoch * sum(e for _, e in config.schedule)
+    opt, sched = _optimizer(model, config, total)
+    y_all = torch.from_numpy(labels.astype(np.float32))
+    return _Run(model, opt, sched, gen, rng, y_all, steps_per_epoch, total, time.monotonic(), device)
+
+
+def _epoch(run: _Run, images: np.ndarray, train_idx: np.ndarray, resolution: int, spec: ModelSpec,
+           config: TrainConfig, epoch: int, progress) -> tuple[list[float], bool]:
+    """One epoch at ``resolution``: its batch losses, and whether ``config.max_minutes`` ran out."""
+    run.model.train()
+    device = run.device
+    order = run.rng.permutation(train_idx)
+    losses = []
+    for b in range(run.steps_per_epoch):
+        idx = np.sort(order[b * config.batch_size:(b + 1) * config.batch_size])
+        x = _augment(_to_unit(images, idx), resolution, run.gen).to(device, memory_format=torch.channels_last)
+        losses.append(_step(run.model, run.opt, run.sched, _normalize(x, spec), run.y_all[idx].to(device),
+                            config))
+        run.step += 1
+        if progress:
+            progress(Progress(epoch, run.step, run.total, float(np.mean(losses[-20:])), resolution))
+        if config.max_minutes and (time.monotonic() - run.started) / 60 > config.max_minutes:
+            return losses, True
+    return losses, False
 
 
 def _initial(config: TrainConfig, n_outputs: int) -> torch.nn.Module:
@@ -162,7 +191,8 @@ def fast_bf16(device: torch.device) -> bool:
 
 
 def _step(model, opt, sched, x: torch.Tensor, y: torch.Tensor, config: TrainConfig) -> float:
-    """One optimisation step (bf16 autocast when asked and the device has it natively); returns the batch loss."""
+    """One optimisation step (bf16 autocast when asked and the device has it natively); returns the
+    batch loss."""
     with torch.autocast(
         x.device.type, dtype=torch.bfloat16, enabled=config.mixed_precision and fast_bf16(x.device)
     ):

@@ -10,75 +10,62 @@ import pandas as pd
 
 from ..data.adapters._base import clip_boxes
 from ..data.decode import decode_images
-from ..errors import DataError, UnknownNameError
+from ..errors import DataError
 from ..explain import get
 from ..labels import LabelMatch, match_labels
 from ..models.registry import LoadedModel
 from ..paths import absolute
 from ..store import write_store
-from .maps import MapPlan, cam_stage, maps_stage, planned, sweep_stage
-from .predict import predictions_stage, thresholds_stage
+from .maps import MapPlan, planned
+from .plan import BuildPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
-from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
-from .trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+from .stages import analysis_stages
+from .trust import FidelityPlan, TrustPlan
 
-__all__ = ["ANALYSES", "build_dataset", "dataset_stages", "label_problems", "refuse_another_root"]
+__all__ = ["DATASET_STAGES", "build_dataset", "dataset_plan", "dataset_stages", "label_problems",
+           "refuse_another_root"]
 
-#: Optional analyses of a real-data precompute (``precompute --analyses``).
-ANALYSES = ("sweep", "trust", "fidelity")
+#: A user's dataset build, in order (registered stage names; ``cams`` and ``maps`` only when the
+#: plan has explainers of their cost); ``--analyses`` adds registered analyses after them.
+DATASET_STAGES = ("predictions", "thresholds", "cams", "maps", "localization", "second reader",
+                  "baselines", "geometry")
 
 
-def dataset_stages(
+def dataset_plan(
     *,
     explainers=("gradcam", "gradcam++"),
     per_label: int | None = None,
     split: str | None = "test",
     analyses=(),
     cases: int = 30,
-) -> list[Stage]:
-    """Stages of a real-data precompute: predictions, thresholds, maps of ``explainers`` (the registry's
-    cheap ones — CAMs — for every image × label; costly ones for ``per_label`` positive cases per label, or all) on ``split``
-    (``None``: every image), then the metrics: localization against the reference reader, the
-    second readers (human benchmark), Arun et al.'s average-mask and random baselines (when the
-    training split has masks), and lesion geometry — each image at its own size.
+) -> BuildPlan:
+    """The plan of a real-data precompute: predictions, thresholds, maps of ``explainers`` (the
+    registry's cheap ones — CAMs — for every image × label; costly ones for ``per_label`` positive
+    cases per label, or all) on ``split`` (``None``: every image), then the metrics: localization
+    against the reference reader, the second readers (human benchmark), Arun et al.'s average-mask
+    and random baselines (when the training split has masks), and lesion geometry — each image at
+    its own size.
 
-    ``analyses`` adds any of :data:`ANALYSES` on ``cases`` positive cases: the thesis's occlusion
-    patch/stride sweep (one fixed set of cases shared by every setting), Arun et al.'s cascading
-    randomization (Grad-CAM, saliency, guided backprop) and the thesis's fidelity curves.
+    ``analyses`` adds registered analyses (:func:`~cxrxai.pipeline.stages.analysis_names`: the
+    occlusion sweep, trust, fidelity, …) on ``cases`` positive cases.
     """
-    unknown = [a for a in analyses if a not in ANALYSES]
-    if unknown:
-        raise UnknownNameError("analysis", unknown[0], ANALYSES)
+    extra = analysis_stages(analyses)
     cams = tuple(m for m in explainers if get(m).cost == "cheap")
     others = tuple(planned(m, per_label) for m in explainers if m not in cams)
-    plan = MapPlan(split=split, cams=cams, maps=others, sweep=(), sweep_cases=0)
-    stages = [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)]
-    if cams:
-        stages.append(Stage("cams", lambda ctx: cam_stage(ctx, plan)))
-    if others:
-        stages.append(Stage("maps", lambda ctx: maps_stage(ctx, plan)))
-    return stages + [
-        Stage("localization", localization_stage),
-        Stage("second reader", reader_stage),
-        Stage("baselines", lambda ctx: baseline_stage(ctx, split=split)),
-        Stage("geometry", geometry_stage),
-        *_analysis_stages(analyses, split, cases),
-    ]
+    skip = {"cams"} if not cams else set()
+    skip |= {"maps"} if not others else set()
+    return BuildPlan(
+        (*(n for n in DATASET_STAGES if n not in skip), *extra),
+        split=split,
+        maps=MapPlan(cams=cams, maps=others, sweep_cases=cases),
+        trust=TrustPlan(images=cases),
+        fidelity=FidelityPlan(cases=cases),
+    )
 
 
-def _analysis_stages(analyses, split: str | None, cases: int) -> list[Stage]:
-    out = []
-    if "sweep" in analyses:
-        plan = MapPlan(split=split, cams=(), maps=(), sweep_cases=cases)
-        out += [
-            Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
-            Stage("sweep scores", localization_stage),
-        ]
-    if "trust" in analyses:
-        out.append(Stage("trust", lambda ctx: trust_stage(ctx, TrustPlan(images=cases))))
-    if "fidelity" in analyses:
-        out.append(Stage("fidelity", lambda ctx: fidelity_stage(ctx, FidelityPlan(cases=cases))))
-    return out
+def dataset_stages(**choices) -> list[Stage]:
+    """The runnable stages of :func:`dataset_plan` (``choices``: its keywords)."""
+    return dataset_plan(**choices).runnable()
 
 
 def _keep_measured(images: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
@@ -93,15 +80,15 @@ def _keep_measured(images: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: str | None = "test",
-                  stages: list[Stage], cache_dir: str | Path, workers: int | None = None,
-                  progress: ProgressFn = _quiet, fresh: bool = False, model_path: str | None = None,
-                  strict: bool = False, engine=None, thresholds: tuple[str, dict] | None = None) -> dict:
-    """Precompute a real dataset: cases (with the adapter's problems), decoded images of
-    ``split`` (an unreadable file is a problem row and the image is skipped; ``strict`` raises
-    on the first instead), boxes clipped to each decoded image, then ``stages`` with the model.
-    ``engine`` (e.g. :class:`~cxrxai.pipeline.ray_engine.RayEngine`) computes the stages' units
-    of work (predictions, maps) elsewhere; the metrics run here on what it stored.
+def build_dataset(store_path: str | Path, tables, model: LoadedModel, plan: BuildPlan, *,
+                  cache_dir: str | Path, workers: int | None = None, progress: ProgressFn = _quiet,
+                  fresh: bool = False, model_path: str | None = None, strict: bool = False, engine=None,
+                  thresholds: tuple[str, dict] | None = None) -> dict:
+    """Precompute a real dataset: cases (with the adapter's problems), decoded images of the
+    plan's split (an unreadable file is a problem row and the image is skipped; ``strict`` raises
+    on the first instead), boxes clipped to each decoded image, then the plan's stages with the
+    model. ``engine`` (e.g. :class:`~cxrxai.pipeline.ray_engine.RayEngine`) computes the stages'
+    units of work (predictions, maps) elsewhere; the metrics run here on what it stored.
 
     The model's outputs are matched to the dataset's labels (:func:`~cxrxai.labels.match_labels`)
     and a matched output is stored under the dataset's spelling (its index unchanged), so its
@@ -110,65 +97,84 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, *, split: 
     """
     report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
     t0 = time.monotonic()
-    images = tables.images
-    _check_split(tables, split)
+    _check_split(tables, plan.split)
     match = match_labels(model.spec.labels, tables.label_names)
     model = replace(model, spec=model.spec.with_label_names(match.names))
     report["labels"] = label_report(match)
-    chosen = images if split is None else images[images["split"] == split]
-    decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])), model.spec.input_size,
-                            cache_dir, workers=workers, progress=lambda d, n: progress("decode images", d, n))
-    if decoded.failures and strict:
-        raise DataError(decoded.failures[0][1])
-    heights = images["image_id"].map({i: h for i, (h, _) in decoded.sizes.items()})
-    widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
-    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]),
-                           decode_note=images["image_id"].map(decoded.notes))  # what the reader did to a film
-    annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
-    problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
+    images, decoded, annotations, problems = _decode(tables, model, match, plan.split, cache_dir,
+                                                     workers=workers, progress=progress, strict=strict)
     report.update(
         decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1)
     )
     with write_store(store_path, fresh=fresh) as writer:
         _refuse_old_names(writer, model.spec.name, match, tables)
-        writer.put_dataset(
-            tables.name,
-            source=tables.source,
-            labels=list(tables.label_names),
-            root=str(tables.root),
-            description=tables.description,
-            config=tables.config,
-        )
-        writer.put_images(
-            _keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name)
-        )
-        writer.put_labels(tables.labels)
-        if len(annotations):
-            writer.put_annotations(annotations)
-        report["new_problems"] = writer.put_problems(problems)
+        report["new_problems"] = _put_cases(writer, tables, images, annotations, problems)
         writer.put_model(model.spec, weights_path=model_path and str(absolute(model_path)))
         writer.put_label_matches(tables.name, model.spec.name, match.rows())
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,
-                           options={"image_ids": decoded.image_ids, "split": split, "engine": engine,
+                           options={"image_ids": decoded.image_ids, "split": plan.split, "engine": engine,
                                     "thresholds": thresholds})
         try:
-            run_stages(ctx, stages, report)
+            run_stages(ctx, plan.runnable(), report)
         finally:
             if engine is not None:
-                engine.shutdown()
-                stats = engine.stats
-                report["engine"] = {
-                    "name": engine.name,
-                    "units": stats["units"],
-                    "from_parts": stats["from_parts"],
-                    "workers": len(stats["worker_pids"]),
-                    "nodes": len(stats.get("nodes", ())),
-                    "modules": sorted(stats.get("modules", ())),
-                    "pixels_from": sorted(stats.get("pixels_from", ())),
-                }
+                report["engine"] = _engine_report(engine)
     report["total_s"] = round(time.monotonic() - t0, 1)
     return report
+
+
+def _decode(tables, model, match: LabelMatch, split: str | None, cache_dir, *, workers, progress,
+            strict: bool):
+    """Decode the images of ``split``: the images table with each decoded film's size and the
+    reader's note, the decoded images, the boxes clipped to them, and every problem row."""
+    images = tables.images
+    chosen = images if split is None else images[images["split"] == split]
+    decoded = decode_images(tables.root, list(zip(chosen["image_id"], chosen["path"])),
+                            model.spec.input_size, cache_dir, workers=workers,
+                            progress=lambda d, n: progress("decode images", d, n))
+    if decoded.failures and strict:
+        raise DataError(decoded.failures[0][1])
+    heights = images["image_id"].map({i: h for i, (h, _) in decoded.sizes.items()})
+    widths = images["image_id"].map({i: w for i, (_, w) in decoded.sizes.items()})
+    images = images.assign(height=heights.fillna(images["height"]), width=widths.fillna(images["width"]),
+                           decode_note=images["image_id"].map(decoded.notes))  # what the reader did
+    annotations, clipped = clip_boxes(tables.annotations, decoded.sizes)
+    problems = _problems(tables, images, decoded, clipped, label_problems(match, model.spec.name))
+    return images, decoded, annotations, problems
+
+
+def _put_cases(writer, tables, images: pd.DataFrame, annotations: pd.DataFrame,
+               problems: pd.DataFrame) -> int:
+    """Register the dataset, its images, labels, boxes and problems; the number of new problems."""
+    writer.put_dataset(
+        tables.name,
+        source=tables.source,
+        labels=list(tables.label_names),
+        root=str(tables.root),
+        description=tables.description,
+        config=tables.config,
+    )
+    writer.put_images(_keep_measured(images, writer.images(dataset=tables.name)).assign(dataset=tables.name))
+    writer.put_labels(tables.labels)
+    if len(annotations):
+        writer.put_annotations(annotations)
+    return writer.put_problems(problems)
+
+
+def _engine_report(engine) -> dict:
+    """Shut ``engine`` down; what it did (units, parts ingested, workers, nodes, modules)."""
+    engine.shutdown()
+    stats = engine.stats
+    return {
+        "name": engine.name,
+        "units": stats["units"],
+        "from_parts": stats["from_parts"],
+        "workers": len(stats["worker_pids"]),
+        "nodes": len(stats.get("nodes", ())),
+        "modules": sorted(stats.get("modules", ())),
+        "pixels_from": sorted(stats.get("pixels_from", ())),
+    }
 
 
 def _problems(tables, images: pd.DataFrame, decoded, clipped: pd.DataFrame,

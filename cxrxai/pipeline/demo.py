@@ -20,21 +20,29 @@ from ..labels import DEMO_LABELS
 from ..models.registry import load
 from ..paths import absolute
 from ..store import CAM_ONLY_META, write_store
-from .maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
-from .predict import predictions_stage, thresholds_stage
+from .maps import MapConfig, MapPlan
+from .plan import BuildPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
-from .scoring import baseline_stage, geometry_stage, localization_stage, reader_stage
 from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
-from .trust import TRUST_IG, FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+from .stages import resolve, stage
+from .trust import TRUST_IG, FidelityPlan, TrustPlan
 
 __all__ = [
+    "AFTER_FIRST_LOOK",
     "DEMO_DATASET",
     "EVIDENCE",
+    "EVIDENCE_STAGES",
     "FIRST_LOOK",
+    "MODEL_EVIDENCE_STAGES",
+    "OTHER_MODEL_STAGES",
     "PHASES",
+    "PHASE_STAGES",
+    "QUICK_STAGES",
+    "SAME_ARCH_STAGES",
     "Evidence",
     "Round",
     "build_demo",
+    "demo_plan",
     "demo_stages",
     "evidence_rounds",
     "model_evidence_stages",
@@ -91,9 +99,26 @@ EVIDENCE = Evidence()
 FIRST_LOOK = Evidence(per_finding=10, sweep_cases=8, fidelity_cases=15, trust_images=10)
 
 
+#: The demo's builds, ordered lists of registered stage names (:mod:`cxrxai.pipeline.stages`).
+#: ``quick``: what the app needs to open; ``evidence``: the CAMs' scores first (a minute), then the
+#: costly maps and what needs them; ``all``: both, in that order.
+QUICK_STAGES = ("predictions", "thresholds", "cams")
+EVIDENCE_STAGES = ("predictions", "thresholds", "localization (CAMs)", "maps", "occlusion sweep",
+                   "localization", "second reader", "baselines", "geometry", "trust", "fidelity", "shortcut")
+PHASE_STAGES = {"quick": QUICK_STAGES, "evidence": EVIDENCE_STAGES,
+                "all": (*QUICK_STAGES, *EVIDENCE_STAGES[3:])}
+#: The explanation evidence a second model gets after its predictions and thresholds (the demo's
+#: ResNet-18), so every Explanations page works for it too; the masks' geometry and the shortcut
+#: are the main model's (geometry does not depend on a model).
+MODEL_EVIDENCE_STAGES = ("cams", "localization (CAMs)", "maps", "occlusion sweep", "localization",
+                         "second reader", "baselines", "trust", "fidelity")
 #: What another training of the demo model's architecture gets (once): its CAMs of every test case,
 #: their scores and the second reader's (the human benchmark), seconds to a minute on a CPU.
 SAME_ARCH_STAGES = ("cams", "localization (CAMs)", "second reader")
+#: On the demo model once every model has had its first look (fine-tuning takes minutes).
+AFTER_FIRST_LOOK = ("shortcut",)
+#: Each other model's own stages before its evidence.
+OTHER_MODEL_STAGES = ("predictions", "thresholds")
 
 
 @dataclass(frozen=True)
@@ -129,27 +154,26 @@ def evidence_rounds(*, full: bool = False, phase: str = "evidence",
     out = []
     for k, (name, evidence) in enumerate(rounds):
         ahead = last if k < len(rounds) - 1 else None
-        main = [
-            st
-            for st in demo_stages(phase=phase if k == 0 else "evidence", evidence=evidence, ahead=ahead)
-            if st.name != "shortcut"
-        ]
-        # fine-tuning takes minutes: after both first looks
-        after = (Stage("shortcut", _shortcut),) if k == 0 else ()
-        extra = model_evidence_stages(evidence=evidence, ahead=ahead)
-        cams = tuple(st for st in extra if st.name in SAME_ARCH_STAGES) if k == 0 else ()
-        out.append(Round(name, tuple(main), tuple(extra), after, cams))
+        plan = demo_plan(evidence=evidence, ahead=ahead)
+        names = PHASE_STAGES[phase if k == 0 else "evidence"]
+        main = resolve([n for n in names if n not in AFTER_FIRST_LOOK], plan)
+        after = resolve(AFTER_FIRST_LOOK, plan) if k == 0 else ()
+        cams = resolve(SAME_ARCH_STAGES, plan) if k == 0 else ()
+        extra = resolve(MODEL_EVIDENCE_STAGES, plan)
+        out.append(Round(name, tuple(main), tuple(extra), tuple(after), tuple(cams)))
     return out
 
 
-def _plans(full: bool, evidence: Evidence, ahead: Evidence | None = None):
+def demo_plan(*, full: bool = False, evidence: Evidence = EVIDENCE, ahead: Evidence | None = None,
+              stages: tuple[str, ...] = ()) -> BuildPlan:
+    """The demo's plan of ``stages`` on the test split: ``evidence``'s sample sizes (``full``: every
+    positive for the costly explainers, the sweep on every case), grown to ``ahead``'s where a
+    method explains all of an image's findings at once (:attr:`~cxrxai.pipeline.maps.MapConfig.ahead`)."""
     base = MapPlan()
+    fidelity = FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion"))
     if full:
-        return (
-            base.full(),
-            TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG)),
-            FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")),
-        )
+        trust = TrustPlan(images=evidence.trust_images, methods=(*TrustPlan().methods, TRUST_IG))
+        return BuildPlan(stages, maps=base.full(), trust=trust, fidelity=fidelity)
     maps = tuple(
         MapConfig(
             m.method,
@@ -159,65 +183,31 @@ def _plans(full: bool, evidence: Evidence, ahead: Evidence | None = None):
         )
         for m in base.maps
     )
-    return (
-        replace(base, maps=maps, sweep_cases=evidence.sweep_cases),
-        TrustPlan(images=evidence.trust_images),
-        FidelityPlan(cases=evidence.fidelity_cases, methods=("gradcam", "occlusion")),
-    )
+    return BuildPlan(stages, maps=replace(base, maps=maps, sweep_cases=evidence.sweep_cases),
+                     trust=TrustPlan(images=evidence.trust_images), fidelity=fidelity)
+
+
+def _plans(full: bool, evidence: Evidence, ahead: Evidence | None = None):
+    """The map, trust and fidelity plans of :func:`demo_plan`."""
+    plan = demo_plan(full=full, evidence=evidence, ahead=ahead)
+    return plan.maps, plan.trust, plan.fidelity
 
 
 def demo_stages(*, full: bool = False, phase: str = "all", evidence: Evidence = EVIDENCE,
                 ahead: Evidence | None = None) -> list[Stage]:
-    """The demo build's stages of one phase (see :data:`PHASES`). ``full`` computes the costly
-    explainers for every positive instead of ``evidence.per_finding`` per finding; ``ahead`` is the
-    evidence a later round grows to (see :attr:`~cxrxai.pipeline.maps.MapConfig.ahead`)."""
+    """The demo build's stages of one phase (see :data:`PHASES`, :data:`PHASE_STAGES`). ``full``
+    computes the costly explainers for every positive instead of ``evidence.per_finding`` per
+    finding; ``ahead`` is the evidence a later round grows to."""
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
-    plan, trust_plan, fidelity_plan = _plans(full, evidence, ahead)
-    quick = [
-        Stage("predictions", predictions_stage),
-        Stage("thresholds", thresholds_stage),
-        Stage("cams", lambda ctx: cam_stage(ctx, plan)),
-    ]
-    costly = [
-        Stage("maps", lambda ctx: maps_stage(ctx, plan)),
-        Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
-        Stage("localization", localization_stage),
-    ]
-    metrics = [
-        Stage("second reader", reader_stage),
-        Stage("baselines", baseline_stage),
-        Stage("geometry", geometry_stage),
-        Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
-        Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
-    ]
-    metrics.append(Stage("shortcut", _shortcut))
-    if phase == "quick":
-        return quick
-    if phase == "evidence":  # the CAMs' scores first (a minute), then the costly maps and what needs them
-        return [*quick[:2], Stage("localization (CAMs)", localization_stage), *costly, *metrics]
-    return [*quick, *costly, *metrics]
+    return demo_plan(full=full, evidence=evidence, ahead=ahead, stages=PHASE_STAGES[phase]).runnable()
 
 
 def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE,
                           ahead: Evidence | None = None) -> list[Stage]:
-    """The explanation evidence a second model gets after its predictions and thresholds (the
-    demo's ResNet-18), so every Explanations page works for it too: the CAMs of every test case,
-    the costly explainers on the same number of positives, the sweep, scores, baselines, the
-    human benchmark, trust (against the main model) and fidelity. The masks' geometry and the
-    shortcut are the main model's (geometry does not depend on a model)."""
-    plan, trust_plan, fidelity_plan = _plans(full, evidence, ahead)
-    return [
-        Stage("cams", lambda ctx: cam_stage(ctx, plan)),
-        Stage("localization (CAMs)", localization_stage),
-        Stage("maps", lambda ctx: maps_stage(ctx, plan)),
-        Stage("occlusion sweep", lambda ctx: sweep_stage(ctx, plan)),
-        Stage("localization", localization_stage),
-        Stage("second reader", reader_stage),
-        Stage("baselines", baseline_stage),
-        Stage("trust", lambda ctx: trust_stage(ctx, trust_plan)),
-        Stage("fidelity", lambda ctx: fidelity_stage(ctx, fidelity_plan)),
-    ]
+    """A second model's explanation evidence (:data:`MODEL_EVIDENCE_STAGES`) at ``evidence``'s sizes."""
+    plan = demo_plan(full=full, evidence=evidence, ahead=ahead, stages=MODEL_EVIDENCE_STAGES)
+    return plan.runnable()
 
 
 def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
@@ -228,6 +218,8 @@ def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
             "config": shortcut_config(config), "data_dir": data_dir}
 
 
+@stage("shortcut", reads=("models",), writes=("shortcut",),
+       help="the planted shortcut: a fine-tuned model against its control (the demo only)")
 def _shortcut(ctx) -> dict:
     """The planted shortcut (``ctx.options["shortcut"]``: control weights, shortcut weights, cohort,
     phantom cache): fine-tune the shortcut model when its weights are missing, then score both."""
@@ -273,8 +265,8 @@ def _round_runs(rnd: Round, model, others: list) -> list[tuple]:
     for another training of the main model's architecture), then the round's ``after`` stages."""
     runs = [(None, list(rnd.main))]
     for other in others:
-        runs.append((other, [Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage),
-                             *(rnd.extra if other.spec.arch != model.spec.arch else rnd.same_arch)]))
+        own = rnd.extra if other.spec.arch != model.spec.arch else rnd.same_arch
+        runs.append((other, [*resolve(OTHER_MODEL_STAGES, BuildPlan()), *own]))
     return runs + ([(None, list(rnd.after))] if rnd.after else [])
 
 

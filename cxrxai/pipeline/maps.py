@@ -34,6 +34,7 @@ from ..labels import NO_FINDING
 from ..models.inference import predict_logits
 from ..models.spec import preprocess
 from ..store import params_key
+from .stages import stage
 
 __all__ = [
     "DEMO_PLAN",
@@ -214,6 +215,8 @@ def _row(model, image_id, label, method, params, kind, values, seconds):
     }
 
 
+@stage("cams", reads=("predictions",), writes=("maps",), uses={"plan": "maps"},
+       help="the cheap explainers (CAMs) for every image × finding of the split")
 def cam_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The cheap methods (Grad-CAM, Grad-CAM++) for every image × finding of the split (positives and
     negatives, so the full-dataset conventions can be scored); one pass per image for all labels
@@ -360,6 +363,8 @@ def _dense_maps(model, x: torch.Tensor, ids: list[str], method: str, stored: dic
     return out
 
 
+@stage("maps", reads=("labels",), writes=("maps",), uses={"plan": "maps"},
+       help="the costly explainers on sampled positives per finding")
 def maps_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The sampled costly methods (GradientSHAP, IG, occlusion as its window grid, ...)."""
     plan = plan or MapPlan()
@@ -387,6 +392,8 @@ def maps_stage(ctx, plan: MapPlan | None = None) -> dict:
     return report
 
 
+@stage("occlusion sweep", reads=("labels",), writes=("maps",), uses={"plan": "maps"}, analysis="sweep",
+       then=("sweep scores",), help="occlusion patch/stride sweep on --cases positives (thesis Table S4)")
 def sweep_stage(ctx, plan: MapPlan | None = None) -> dict:
     """The thesis's occlusion patch/stride sweep (Table S4) on one set of cases shared by every setting, timed."""
     plan = plan or MapPlan()

@@ -14,10 +14,13 @@ from ..models.registry import LoadedModel
 from ..models.thresholds import choose_threshold
 from ..store import StoreWriter
 from .runner import BuildContext
+from .stages import stage
 
 __all__ = ["predictions_stage", "store_file_thresholds", "store_thresholds", "thresholds_stage"]
 
 
+@stage("predictions", reads=("images",), writes=("predictions",),
+       help="every image's probabilities from the model (resumed per image)")
 def predictions_stage(ctx: BuildContext, *, batch_size: int | None = None, verify: int = 32) -> dict:
     """Predict every image of the dataset that has no prediction from this model yet.
 
@@ -91,6 +94,8 @@ def _read_cache(path, model: LoadedModel) -> dict | None:
         return dict(zip(z["image_ids"].tolist(), z["logits"]))
 
 
+@stage("thresholds", reads=("predictions", "labels"), writes=("thresholds",),
+       help="per-label decision thresholds chosen on the validation split")
 def thresholds_stage(ctx: BuildContext, *, method: str = "f1", split: str = "val") -> dict:
     """Per-label thresholds from the validation predictions in the store (see :func:`store_thresholds`);
     then those of ``ctx.options["thresholds"]`` (a file's name and its {label: threshold}), which

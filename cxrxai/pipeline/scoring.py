@@ -28,6 +28,7 @@ from ..metrics.localization import (
 )
 from ..metrics.registry import score_map, segment_and_score
 from ..store import params_key
+from .stages import stage
 
 __all__ = [
     "BASELINES",
@@ -104,6 +105,8 @@ def _reference_readers(masks: dict, label: str) -> dict:
     return own or {REFERENCE: None}
 
 
+@stage("localization", reads=("maps", "annotations"), writes=("localization",),
+       aliases=("localization (CAMs)", "sweep scores"), help="every stored map scored against ground truth")
 def localization_stage(ctx) -> dict:
     model = ctx.model
     mid = model.spec.name
@@ -204,6 +207,8 @@ def average_masks(masks: list[np.ndarray]) -> np.ndarray:
     )
 
 
+@stage("baselines", reads=("annotations",), writes=("localization",), uses={"split": "split"},
+       help="average-mask and random baselines (Arun et al.)")
 def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed: int = 0) -> dict:
     """Score the average training mask and a random map on every positive case of ``split``
     (``split=None``: every split but ``train_split``)."""
@@ -247,6 +252,8 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
             **({"no_training_masks": without} if without else {})}
 
 
+@stage("second reader", reads=("annotations",), writes=("localization",),
+       help="second readers against the reference (the human benchmark)")
 def reader_stage(ctx) -> dict:
     """Score every second reader against the reference ("gt") as Saporta's human benchmark:
     IoU of the reader's mask, and hit = any of the reader's points inside the reference mask.
@@ -291,6 +298,8 @@ def reader_stage(ctx) -> dict:
     return {"readers": others, "cases": len(rows)}
 
 
+@stage("geometry", reads=("annotations",), writes=("geometry",),
+       help="lesion instances, size, elongation and irrectangularity")
 def geometry_stage(ctx) -> dict:
     """Geometric features of every ground-truth mask (all splits), by both dominance rules, each
     mask at its own image's size."""

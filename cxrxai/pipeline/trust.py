@@ -26,6 +26,7 @@ from ..models.spec import preprocess
 from ..postprocess import positive, upsample
 from ..store import main_rows
 from .maps import available, default_settings, positive_pairs
+from .stages import stage
 
 __all__ = [
     "TRUST_IG",
@@ -109,6 +110,8 @@ def _todo(ctx, methods: dict, ids: list[str]) -> tuple[dict, dict]:
     return {m: v for m, v in rand.items() if v}, compare
 
 
+@stage("trust", reads=("predictions", "labels"), writes=("trust",), uses={"plan": "trust"},
+       analysis="trust", help="cascading randomization and repeatability (Arun et al.) on --cases images")
 def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     """Cascading randomization, degradation thresholds, repeatability and reproducibility of each plan
     method on ``plan.images`` test images, each (method, image) scored once: a build that asks for
@@ -155,24 +158,7 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
         for m in methods
     }
     steps = list(randomization_steps(model.module, seed=plan.seed)) if rand else []
-    for m in rand:
-        maps = [originals[m][i] for i in range(len(ids))]
-        for dr in plan.data_ranges:
-            thr = trust.degradation_threshold(maps, n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
-            rows.append(
-                {
-                    "model_id": mid,
-                    "method": m,
-                    "kind": "threshold",
-                    "image_id": "*",
-                    "label": "*",
-                    "step": "original",
-                    "step_index": 0,
-                    "other_model": "",
-                    "data_range": dr,
-                    "ssim": thr,
-                }
-            )
+    rows += _threshold_rows(mid, {m: [originals[m][i] for i in range(len(ids))] for m in rand}, plan)
     for k, (step, module) in enumerate(steps):
         randomized_model = LoadedModel(module, model.spec, model.device)
         for m, new in rand.items():
@@ -197,6 +183,29 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
     ctx.writer.put_table("trust", pd.DataFrame(rows))
     return {"images": len(ids), "randomized": {m: len(v) for m, v in rand.items()}, "steps": len(steps),
             "compared": {f"{m} vs {name}": len(t) for (m, name), (_, _, t) in compare.items()}}
+
+
+def _threshold_rows(model_id: str, maps: dict[str, list[np.ndarray]], plan: TrustPlan) -> list[dict]:
+    """Each method's degradation threshold (Arun et al.) over its trained model's ``maps``, per data range."""
+    rows = []
+    for m, method_maps in maps.items():
+        for dr in plan.data_ranges:
+            thr = trust.degradation_threshold(method_maps, n_pairs=plan.pairs, data_range=dr, seed=plan.seed)
+            rows.append(
+                {
+                    "model_id": model_id,
+                    "method": m,
+                    "kind": "threshold",
+                    "image_id": "*",
+                    "label": "*",
+                    "step": "original",
+                    "step_index": 0,
+                    "other_model": "",
+                    "data_range": dr,
+                    "ssim": thr,
+                }
+            )
+    return rows
 
 
 def _main_setting(index: pd.DataFrame, model) -> pd.DataFrame:
@@ -298,6 +307,8 @@ def _fidelity_rows(ctx, plan: FidelityPlan, units: pd.DataFrame, mean_fill: torc
     return rows
 
 
+@stage("fidelity", reads=("maps",), writes=("fidelity",), uses={"plan": "fidelity"},
+       analysis="fidelity", help="deletion/insertion fidelity curves (thesis §2.4) on --cases positives")
 def fidelity_stage(ctx, plan: FidelityPlan = FidelityPlan()) -> dict:
     """Faithfulness correlation and deletion/insertion curves (black and mean-image fills) of each plan
     method's main setting on :func:`fidelity_cases`; each case is written as soon as it is scored (an

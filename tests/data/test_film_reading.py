@@ -267,7 +267,7 @@ def test_precompute_writes_decode_notes_into_the_images_table(tmp_path):
     from cxrxai.data.adapters import load_dataset
     from cxrxai.models.registry import LoadedModel
     from cxrxai.models.spec import ModelSpec
-    from cxrxai.pipeline import build_dataset
+    from cxrxai.pipeline import BuildPlan, build_dataset
     from cxrxai.store import open_store
 
     items = _films(tmp_path / "films")
@@ -275,7 +275,7 @@ def test_precompute_writes_decode_notes_into_the_images_table(tmp_path):
     tables = load_dataset("folder", tmp_path / "films", csv=tmp_path / "cases.csv", labels=["Mass"])
     spec = ModelSpec(name="tiny", arch="densenet121", labels=("Mass",), input_size=16, cam_layer="features")
     model = LoadedModel(torch.nn.Identity(), spec, torch.device("cpu"))
-    build_dataset(tmp_path / "s.duckdb", tables, model, split=None, stages=[], cache_dir=tmp_path / "cache",
+    build_dataset(tmp_path / "s.duckdb", tables, model, BuildPlan(split=None), cache_dir=tmp_path / "cache",
                   workers=1)
     images = open_store(tmp_path / "s.duckdb").images().set_index("path")
     assert images.loc["padchest.png", "decode_note"] == "16-bit PNG, sBIT 12: scaled from 0–4095 to 0–255"
@@ -290,7 +290,7 @@ def test_a_precompute_of_another_split_keeps_what_an_earlier_run_measured(tmp_pa
     from cxrxai.data.adapters import load_dataset
     from cxrxai.models.registry import LoadedModel
     from cxrxai.models.spec import ModelSpec
-    from cxrxai.pipeline import build_dataset
+    from cxrxai.pipeline import BuildPlan, build_dataset
     from cxrxai.store import open_store
 
     items = _films(tmp_path / "films")
@@ -300,7 +300,7 @@ def test_a_precompute_of_another_split_keeps_what_an_earlier_run_measured(tmp_pa
     spec = ModelSpec(name="tiny", arch="densenet121", labels=("Mass",), input_size=16, cam_layer="features")
     model = LoadedModel(torch.nn.Identity(), spec, torch.device("cpu"))
     for split in ("test", "val"):  # padchest.png (test) is measured first, then left out
-        build_dataset(tmp_path / "s.duckdb", tables, model, split=split, stages=[], cache_dir=tmp_path / "cache",
+        build_dataset(tmp_path / "s.duckdb", tables, model, BuildPlan(split=split), cache_dir=tmp_path / "cache",
                       workers=1)
     images = open_store(tmp_path / "s.duckdb").images().set_index("path")
     assert images.loc["padchest.png", "decode_note"] == "16-bit PNG, sBIT 12: scaled from 0–4095 to 0–255"
