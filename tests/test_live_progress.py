@@ -1,4 +1,5 @@
-"""The live progress label names the pass that is running, never the last pass's counts under the next's name."""
+"""The live progress label names the pass that is running, never the last pass's counts under the
+next's name; a partial map leaves the counts alone."""
 
 from __future__ import annotations
 

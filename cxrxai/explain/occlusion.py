@@ -302,8 +302,9 @@ def occlusion_progressive(module, image, target, baseline, *, patch: int = 32, s
                           progress: Callable[[int, int], None] | None = None, known: dict | None = None,
                           paint_every_s: float | None = None, **kwargs) -> Iterator[tuple[str, object]]:
     """Yield ``("coarse", grid)`` with stride = patch first (when it differs), then ``("final", grid)``;
-    while a pass computes, ``(PARTIAL, map)`` at most every ``paint_every_s`` (default :data:`PAINT_EVERY_S`) s of computing: the
-    :func:`partial_map` of the windows known so far (a 2-D array, never a result to score).
+    while a pass computes, ``(PARTIAL, map)`` at most every ``paint_every_s`` s of computing
+    (default :data:`PAINT_EVERY_S`): the :func:`partial_map` of the windows known so far (a 2-D
+    array, never a result to score).
 
     ``known`` maps a window's top-left corner to its score (for this model, image, target, patch,
     baseline, output and precision: the caller keys it, see :mod:`cxrxai.live.windows`). Windows in
@@ -320,7 +321,8 @@ def occlusion_progressive(module, image, target, baseline, *, patch: int = 32, s
         yield from _fill(module, image, int(target), baseline, lattices, known, patch, every, progress,
                          dict(kwargs, output=output, precision=precision))
         scores = np.array([known[o] for o in lattices[-1]], np.float32).reshape(grid_shape(h, w, patch, step))
-        grid = OcclusionGrid(scores, int(patch), int(step), h, w, baseline_name, output, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        grid = OcclusionGrid(scores, int(patch), int(step), h, w, baseline_name, output, seconds)
         yield ("final" if step == stride else "coarse"), grid
 
 

@@ -59,8 +59,10 @@ def test_a_finer_stride_computes_only_the_windows_it_lacks_and_equals_the_map_fr
     assert seen[0] == (16, 16) and seen[1] == (16, 49) and seen[-1] == (49, 49)
     scratch = occlusion_grid(small_densenet, x, 1, torch.zeros(1, 3, 1, 1), patch=16, stride=8, engine=engine)
     final = stages[-1][1]
-    np.testing.assert_allclose(final.scores, scratch.scores, rtol=1e-5, atol=1e-6 * np.abs(scratch.scores).max())
-    np.testing.assert_allclose(final.to_map(), scratch.to_map(), rtol=1e-5, atol=1e-6 * np.abs(scratch.scores).max())
+    # to float32 rounding: a window's recomputed region depends on its batch
+    tol = 1e-6 * np.abs(scratch.scores).max()
+    np.testing.assert_allclose(final.scores, scratch.scores, rtol=1e-5, atol=tol)
+    np.testing.assert_allclose(final.to_map(), scratch.to_map(), rtol=1e-5, atol=tol)
     rows.take()  # the map from scratch
     _run(small_densenet, x, known, patch=16, stride=8, engine=engine)
     assert rows.take() == 0  # everything known: nothing runs again
