@@ -19,8 +19,11 @@ How it is made fast, exactly:
 
 For live use: ``progress(done, total)`` is called after each batch, ``cancel()`` is polled
 before each batch (raising :class:`Cancelled`), :func:`occlusion_progressive` yields a coarse
-grid (stride = patch) before the requested one, and a CUDA out-of-memory error halves the batch
-and retries instead of failing.
+grid (stride = patch) before the requested one and partial maps while each pass computes, and a
+CUDA out-of-memory error halves the batch and retries instead of failing. A window's score does
+not depend on the stride, so :func:`occlusion_progressive` takes the scores already known
+(window corner → score) and computes only the windows missing from them
+(:func:`window_batches` scores any list of windows).
 """
 
 from __future__ import annotations
