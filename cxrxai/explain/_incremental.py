@@ -23,6 +23,7 @@ window at 224–256 px; it pays less on GPUs, where batching alone saturates the
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,7 +107,7 @@ class IncrementalDenseNet:
         return torch.cat(feats, 1)
 
     # ------------------------------------------------------------------ scores
-    def window_scores(
+    def window_batches(
         self,
         x: torch.Tensor,
         baseline: torch.Tensor,
@@ -114,27 +115,26 @@ class IncrementalDenseNet:
         patch: int,
         targets: list[int],
         batch_size: int,
-        progress=None,
         cancel=None,
         cancelled=None,
-    ) -> np.ndarray:
-        """(windows, targets) score drops: every target's from the same occluded passes."""
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(offset, (n, targets) score drops of starts[offset:offset + n])`` per batch: every
+        target's from the same occluded passes."""
         h, w = x.shape[-2:]
-        clean = self._clean(x)
-        clean_score = self._score(self.m(x))[0, targets].float()
-        out = np.empty((len(starts), len(targets)), np.float32)
-        pad = 8
-        xpad = F.pad(x, (pad, pad, pad, pad))
-        bpad = F.pad(baseline.expand_as(x), (pad, pad, pad, pad))
+        with torch.inference_mode():  # per step: a suspended generator must not leave it on
+            clean = self._clean(x)
+            clean_score = self._score(self.m(x))[0, targets].float()
+            pad = 8
+            xpad = F.pad(x, (pad, pad, pad, pad))
+            bpad = F.pad(baseline.expand_as(x), (pad, pad, pad, pad))
         for s in range(0, len(starts), batch_size):
             if cancel is not None and cancel():
                 raise cancelled(f"occlusion cancelled after {s} of {len(starts)} windows")
             chunk = starts[s:s + batch_size]
-            logits = self._occluded_logits(xpad, bpad, pad, (h, w), chunk, patch, clean)
-            out[s:s + len(chunk)] = (clean_score - self._score(logits)[:, targets].float()).cpu().numpy()
-            if progress:
-                progress(s + len(chunk), len(starts))
-        return out
+            with torch.inference_mode():
+                logits = self._occluded_logits(xpad, bpad, pad, (h, w), chunk, patch, clean)
+                drops = (clean_score - self._score(logits)[:, targets].float()).cpu().numpy()
+            yield s, drops
 
     def _occluded_logits(self, xpad, bpad, pad, hw, chunk, patch, clean) -> torch.Tensor:
         f = self.f

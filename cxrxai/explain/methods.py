@@ -129,7 +129,8 @@ def _occlusion_store(model, x, targets, params):
 def _occlusion_progressive(model, x, target, params, progress, cancel):
     kw = _occlusion_kwargs(x, model.spec, {**params, "progress": progress, "cancel": cancel})
     patch, stride, base = kw.pop("patch"), kw.pop("stride"), kw.pop("baseline")
-    yield from occlusion_progressive(model.module, x, target, base, patch=patch, stride=stride, **kw)
+    yield from occlusion_progressive(model.module, x, target, base, patch=patch, stride=stride,
+                                     known=params.get("known"), **kw)
 
 
 def _xrai(module, spec, images, targets, *, steps=50, output="logit", internal_batch_size=16,
@@ -333,6 +334,8 @@ register(
             ),
             Param("progress", None, object, "callback(done, total)", runtime=True),
             Param("cancel", None, object, "callable returning True to stop", runtime=True),
+            Param("known", None, object, "window scores computed before (corner → score), reused",
+                  runtime=True),
         ),
         "Zeiler & Fergus, ECCV 2014, doi:10.1007/978-3-319-10590-1_53; Captum Occlusion",
         run=_occlusion,

@@ -3,7 +3,9 @@
 The app submits "recompute this map" jobs; a single background thread runs them one at a time
 on the device (so GPU memory and CPU cores are not oversubscribed), newest-first within a
 viewer (a viewer's newer request supersedes its queued older ones), with progress, partial
-results (the coarse occlusion grid before the fine one) and cancellation. Results are kept in
+results (the coarse occlusion grid before the fine one, partial maps while a pass computes) and
+cancellation. Occlusion window scores are kept per model, image, target and window setting
+(:mod:`.windows`), so a new stride computes only the windows no earlier one did. Results are kept in
 a small LRU cache keyed by everything that determines the map, so moving a slider back is
 instant. No Streamlit here: pages poll :class:`Job` objects.
 
@@ -17,7 +19,17 @@ path, image id, label, weights path): the child reads and preprocesses the image
 
 
 from .child import ChildError
-from .jobs import Job, JobState, case_job, explain_job, pass_label, warm_job
+from .jobs import PARTIAL, Job, JobState, case_job, explain_job, pass_label, warm_job
 from .worker import LiveWorker
 
-__all__ = ["ChildError", "Job", "JobState", "LiveWorker", "case_job", "explain_job", "pass_label", "warm_job"]
+__all__ = [
+    "PARTIAL",
+    "ChildError",
+    "Job",
+    "JobState",
+    "LiveWorker",
+    "case_job",
+    "explain_job",
+    "pass_label",
+    "warm_job",
+]

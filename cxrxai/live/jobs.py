@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..explain import Cancelled, explain, get, resolved_params
+from ..explain.occlusion import PARTIAL
 from ..store import params_key
+from .windows import known_windows
 
-__all__ = ["Job", "JobState", "case_job", "explain_job", "pass_label", "warm_job"]
+__all__ = ["PARTIAL", "Job", "JobState", "case_job", "explain_job", "pass_label", "warm_job"]
 
 
 class JobState:
@@ -22,7 +24,8 @@ class JobState:
 
 @dataclass
 class Job:
-    """A unit of live work: ``run(progress, cancelled)`` yields ``(stage, result)`` pairs."""
+    """A unit of live work: ``run(progress, cancelled)`` yields ``(stage, result)`` pairs; a
+    :data:`PARTIAL` stage is a partial map of the pass running (it updates ``partial`` only)."""
 
     key: tuple
     owner: str
@@ -70,11 +73,15 @@ def _stages(
     model, image, target: int, method: str, params: dict, progress, cancelled
 ) -> Iterator[tuple[str, Any]]:
     """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
-    (occlusion: the coarse grid, then the fine one), else one final map."""
+    (occlusion: the coarse grid, then the fine one, with ``("partial", map)`` while a pass
+    computes), else one final map."""
     meth = get(method)
     if meth.progressive is not None:
-        yield from meth.progressive(model, image, target, resolved_params(model, method, params), progress,
-                                    cancelled)
+        resolved = resolved_params(model, method, params)
+        if "known" in resolved:  # windows computed before at another setting are reused (see .windows)
+            defining = {k: v for k, v in resolved.items() if k in meth.stored_defaults}
+            resolved["known"] = known_windows(model.module, image, target, defining)
+        yield from meth.progressive(model, image, target, resolved, progress, cancelled)
     else:
         # one forward checks the target against the model's outputs, then the method's own
         total = 1 + (meth.passes({**meth.defaults, **params}) if meth.passes is not None else 1)

@@ -10,7 +10,7 @@ import threading
 import time
 
 from .child import ChildError, _Child
-from .jobs import Job, JobState
+from .jobs import PARTIAL, Job, JobState
 
 __all__ = ["LiveWorker"]
 
@@ -133,8 +133,10 @@ class LiveWorker:
             stages = self._child.run(job.spec, progress, job._cancel.is_set) if remote else job.run(
                 progress, job._cancel.is_set)
             for stage, value in stages:
-                job.stage, job.partial = stage, value
-                job.counts = (stage, 0, 0)  # the next pass has counted nothing yet
+                job.partial = value
+                if stage != PARTIAL:  # a pass has ended; a partial map belongs to the pass running
+                    job.stage = stage
+                    job.counts = (stage, 0, 0)  # the next pass has counted nothing yet
             job.result = job.partial
             job.state = JobState.DONE
             with self._lock:
