@@ -14,9 +14,13 @@ import streamlit as st
 from cxrxai.explain import OcclusionGrid, get, method_names
 from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
-from cxrxai.present import film, film_png, overlay
+from cxrxai.present import film, film_png, film_view
 from cxrxai.present.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
 from pages import _common as ui
+from pages import _film_view
+from pages._display import display_controls, map_controls
+
+__all__ = ["display_controls", "model_and_method", "panel", "readers_of", "resolve", "scored", "warm"]
 
 #: How often a computing map refreshes its progress and partial result. Each refresh costs the
 #: server and the browser a redraw on the one core the live worker leaves them (2 cores), and a
@@ -30,7 +34,8 @@ FIRST_WAIT_S = 0.8  # how long a rerun waits for a live job before it shows prog
 
 
 def _offered(param, values: dict) -> tuple[list, object]:
-    """The values a control offers (bounded by ``at_most``) and its initial value (the default, or the nearest below)."""
+    """The values a control offers (bounded by ``at_most``) and its initial value (the default, or
+    the nearest below)."""
     options = list(param.control)
     if param.at_most and values.get(param.at_most) is not None:
         options = [v for v in options if v <= values[param.at_most]] or options[:1]
@@ -144,67 +149,6 @@ def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
     view(store, state_of(store, model_id, case_id, label), method, params, slot)
 
 
-MODES = film.DISPLAY_MODES
-#: "Top %" choices: 100 shows every value (a None would read "Choose an option" in the box).
-TOP_K = (100, 25, 10, 5, 1)
-CLIPS = (None, 99.5, 99.0, 98.0, 95.0)
-
-
-def display_controls(key, kind: str) -> dict:
-    """How the map is shown (never what is computed): map on/off and scale up front, the rest folded.
-    Smoothing, clipping and the floor start at the map kind's defaults (``film.display_defaults``)."""
-    start = film.display_defaults(kind)
-    d1, d2 = st.columns([1, 2])
-    show_map = d1.toggle(
-        "Map", key=ui.kept(key("show_map"), True), help="flick between the film and the overlay"
-    )
-    mode = d2.radio(
-        "Scale",
-        MODES,
-        horizontal=True,
-        key=ui.kept(key("mode"), MODES[0], allowed=MODES),
-        help="normalized: positive part, min–max (how maps are scored); captum: positive part over its "
-        "98 % cumulative value, clipped (Captum's convention: outliers cannot wash the map out); "
-        "raw: signed, diverging around 0",
-    )
-    with st.expander("Display"):
-        e1, e2 = st.columns(2)
-        otsu = e1.toggle("Otsu contour", key=ui.kept(key("otsu"), True),
-                         help="the segmentation the IoU below was scored on (positive part, min–max, Otsu's "
-                              "threshold, as CheXlocalize); none for a partial map")
-        smooth = e2.toggle(
-            "Smooth",
-            key=ui.kept(key(f"smooth_{kind}"), start["smooth"]),
-            help="blur pixel-level maps (IG, saliency, GradientSHAP) so they are visible; display only",
-        )
-        alpha = e1.slider("Opacity", 0.0, 1.0, step=0.05, key=ui.kept(key("alpha"), 0.6))
-        floor = e2.slider("Transparent below", 0.0, 0.95, step=0.05,
-                          key=ui.kept(key(f"floor_{kind}"), start["floor"]),
-                          help="map values (on the colour bar's 0–1 scale) under this show the film only")
-        clip = e1.selectbox("Top of the scale", CLIPS,
-                            key=ui.kept(key(f"clip_{kind}"), start["clip"], allowed=CLIPS),
-                            format_func=lambda v: "map's maximum" if v is None else f"{v:g}th percentile",
-                            help="a sparse pixel map (IG, saliency) has a few extreme pixels: with its 99th "
-                                 "percentile as the scale's top the rest is visible (normalized, raw)")
-        top_k = e2.selectbox("Top %", TOP_K, key=ui.kept(key("top_k"), TOP_K[0], allowed=TOP_K),
-                             format_func=lambda v: "all" if v == 100 else f"top {v} %")
-        cmap = e1.selectbox("Colour map", list(overlay.COLORMAPS),
-                            key=ui.kept(key("cmap"), "jet", allowed=list(overlay.COLORMAPS)))
-        lo, hi = st.slider("Film window (grey levels)", 0, 255, key=ui.kept(key("level"), (0, 255)))
-    return {
-        "show_map": show_map,
-        "mode": mode,
-        "otsu": otsu,
-        "smooth": smooth,
-        "alpha": alpha,
-        "floor": floor,
-        "clip": clip,
-        "top_k": None if top_k == 100 else top_k,
-        "colormap": cmap,
-        "level": ((lo + hi) / 2, max(1, hi - lo)),
-    }
-
-
 def set_polling(slot: str, on: bool) -> None:
     """Switch a map fragment's self-polling; the switch needs one full rerun to take effect."""
     if st.session_state.get(f"polling_{slot}", False) != on:
@@ -270,7 +214,8 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
 
     model_id, case_id, label = state.model_id, state.case_id, state.label
     st.markdown(f"**{model_id}** · {state.decision}")
-    display = display_controls(key, get(method).kind)
+    kind = get(method).kind
+    values = map_controls(key, kind)  # what the server computes; the rest is the browser's
     readers = readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
@@ -279,24 +224,20 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     set_polling(str(slot), r.source == "computing")
     truth = ground_truth(gt, label, readers)
     score = scored(state, r, gt, img.shape)
-    # A poll that brings no new partial map, or a flick of the Map toggle back, reuses the figure
-    # (no blending, contouring or PNG encoding again).
-    signature = (
-        path,
-        built,
-        model_id,
-        case_id,
-        label,
-        ui.digest(r.shown),
-        r.dim,
-        repr(sorted(display.items())),
-        tuple(readers),
-        ui.digest(score.mask),
-    )
-    fig = ui.session_memo(f"film_{slot}", signature, lambda: film.film_figure(
-        img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id),
-        **{**display, "alpha": display["alpha"] * r.dim}))
-    ui.chart(fig, key=f"film_{slot}")
+    floor = film.display_defaults(kind)["floor"]
+    shown = _film_view.browser_settings(st.session_state.get(key("film")), kind, floor)
+    display = {**values, **_film_view.as_display(shown)}
+    # The figure and the browser's data depend on the map and its values only: a display click
+    # never reaches here, and the settings' own rerun (for the export) sends the same figure,
+    # drawn at the opening settings (the browser applies its own at once).
+    opening = _film_view.as_display(_film_view.browser_settings(None, kind, floor))
+    signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim,
+                 repr(sorted(values.items())), tuple(readers), ui.digest(score.mask))
+    fig, data = ui.session_memo(f"film_{slot}", signature, lambda: (film.film_figure(
+        img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id), **values,
+        **{**opening, "alpha": opening["alpha"] * r.dim}), film_view.browser_film(img, r.shown, **values,
+                                                                                   dim=r.dim)))
+    _film_view.film_view(fig, data, shown, key=key("film"))
     st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
     if r.shown is not None:
         st.caption(score.caption)

@@ -21,12 +21,20 @@ from collections.abc import Iterable
 import cv2
 import numpy as np
 import plotly.graph_objects as go
-from captum.attr._utils.visualization import _cumulative_sum_threshold
 from plotly.subplots import make_subplots
 
-from ..errors import DataError, UnknownNameError
-from ..postprocess import minmax, positive, upsample
-from .overlay import COLORMAPS
+from ..errors import DataError
+from .film_display import (
+    CAPTUM_OUTLIER_PERCENT,
+    DISPLAY_DEFAULTS,
+    DISPLAY_MODES,
+    DIVERGING,
+    blend,
+    colorscale,
+    display_defaults,
+    display_heat,
+    window,
+)
 
 __all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPLAY_SIDE", "READER_STYLES",
            "SEGMENTATION_NAME", "blend", "colorscale", "display_defaults", "display_heat", "film_figure",
@@ -34,129 +42,15 @@ __all__ = ["CAPTUM_OUTLIER_PERCENT", "DISPLAY_DEFAULTS", "DISPLAY_MODES", "DISPL
 
 #: Longest side of the film as sent to the browser (zooming in shows it at this resolution).
 DISPLAY_SIDE = 1024
+#: The legend name of the scored segmentation's contour.
+SEGMENTATION_NAME = "Otsu segmentation (scored for IoU)"
 #: (colour, dash) per reader in drawing order: the reference first.
 READER_STYLES = [("#ffffff", "solid"), ("#ffd400", "dash"), ("#00e5ff", "dot"), ("#ff6ec7", "dashdot"),
                  ("#7CFC00", "longdash")]
-#: How a map becomes the 0–1 (or −1–1) values the colour map shows: see ``display_heat``.
-DISPLAY_MODES = ("normalized", "captum", "raw")
-CAPTUM_OUTLIER_PERCENT = 2
-#: The legend name of the scored segmentation's contour.
-SEGMENTATION_NAME = "Otsu segmentation (scored for IoU)"
-DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
-#: How each native map kind (``cxrxai.explain.KINDS``) is shown when its panel opens. A
-#: pixel-gradient map (saliency, IG, GradientSHAP…) is sparse: a few pixels hold most of its mass,
-#: so min–max leaves nearly every pixel under the floor and the map is invisible. It is smoothed,
-#: clipped at its 99th percentile before min–max and shown from 5 %. A CAM is smooth and an
-#: occlusion grid coarse: both are shown as they are, transparent below 20 %.
-DISPLAY_DEFAULTS = {"cam": {"smooth": False, "clip": None, "floor": 0.2},
-                    "pixel": {"smooth": True, "clip": 99.0, "floor": 0.05},
-                    "occlusion_grid": {"smooth": False, "clip": None, "floor": 0.2}}
-
-
-def display_defaults(kind: str) -> dict:
-    """The display settings a map of native ``kind`` opens with (see :data:`DISPLAY_DEFAULTS`)."""
-    if kind not in DISPLAY_DEFAULTS:
-        raise UnknownNameError("map kind", kind, tuple(DISPLAY_DEFAULTS))
-    return dict(DISPLAY_DEFAULTS[kind])
-
-
 def view_revision(*case_ids: str) -> str:
     """The ``uirevision`` of a figure of these cases: zoom and pan survive every display change
     (map, scale, opacity, window/level, a map refining) and reset only when a case changes."""
     return "view:" + "|".join(case_ids)
-
-
-def window(image: np.ndarray, center: float = 127.5, width: float = 255.0) -> np.ndarray:
-    """Window/level of a uint8 film: grey ``center ± width / 2`` stretched to 0…255.
-
-    >>> window(np.array([[0, 100, 150, 255]], np.uint8), center=125, width=50).tolist()
-    [[0, 0, 255, 255]]
-    """
-    if width <= 0:
-        raise DataError(f"window width must be positive, got {width}")
-    lo = center - width / 2
-    return np.clip((image.astype(np.float32) - lo) * (255.0 / width), 0, 255).round().astype(np.uint8)
-
-
-def display_heat(
-    saliency: np.ndarray,
-    size: tuple[int, int],
-    *,
-    mode: str = "normalized",
-    smooth: bool = False,
-    top_k: float | None = None,
-    clip: float | None = None,
-) -> tuple[np.ndarray, tuple[float, float]]:
-    """The map on the display grid and its scale in map units.
-
-    ``normalized``: the positive part, upsampled bilinearly, min–max to [0, 1] (the scoring
-    pipeline's view); ``captum``: the positive part divided by the value where its sorted
-    cumulative sum reaches 98 %, clipped to [0, 1] (Captum's ``visualize_image_attr`` with
-    ``outlier_perc=2``: a few extreme pixels cannot wash the rest out); ``raw``: the signed map
-    divided by its largest magnitude, in [−1, 1].
-    ``smooth`` blurs a pixel-level map (σ = 1 % of its side) so fine attributions are visible;
-    ``top_k`` (percent) keeps only the largest values, the rest NaN (transparent); ``clip``
-    (a percentile, ``normalized`` and ``raw``) makes that percentile of the map (of its magnitude
-    for ``raw``) the top of the scale, everything above it full colour: a sparse map's few extreme
-    pixels cannot leave the rest invisible (the colour bar says where the scale ends).
-    """
-    m = np.asarray(saliency, np.float32)
-    if smooth and min(m.shape) >= 32:
-        m = cv2.GaussianBlur(m, (0, 0), sigmaX=max(1.0, max(m.shape) / 100))
-    if mode == "normalized":
-        up = upsample(positive(m), size)
-        lo, hi = float(up.min()), float(up.max())
-        top = float(np.percentile(up, clip)) if clip is not None else hi
-        if lo < top < hi:  # the clip is below the maximum: everything above it is full colour
-            heat, scale = np.clip((up - lo) / (top - lo), 0, 1), (lo, top)
-        else:
-            heat, scale = minmax(up), (lo, hi)
-    elif mode == "captum":
-        up = upsample(positive(m), size)
-        top = float(_cumulative_sum_threshold(up, 100 - CAPTUM_OUTLIER_PERCENT)) if up.max() > 0 else 0.0
-        heat, scale = (np.clip(up / top, 0, 1) if top > 0 else np.zeros_like(up)), (0.0, top)
-    elif mode == "raw":
-        up = upsample(m, size)
-        top = float(np.percentile(np.abs(up), clip)) if clip is not None else 0.0
-        peak = top or float(np.abs(up).max()) or 1.0
-        heat, scale = np.clip(up / peak, -1, 1), (-peak, peak)
-    else:
-        raise UnknownNameError("display mode", mode, DISPLAY_MODES)
-    if top_k is not None:
-        cut = np.percentile(np.abs(heat), 100 - top_k)
-        heat = np.where(np.abs(heat) >= cut, heat, np.nan)
-    return heat.astype(np.float32), scale
-
-
-def blend(film_rgb: np.ndarray, heat: np.ndarray, *, colormap: str = "jet", alpha: float = 0.6,
-          floor: float = 0.2) -> np.ndarray:
-    """The map over the film with per-pixel opacity ``alpha · (|v| − floor) / (1 − floor)``: values
-    at or under ``floor`` (and NaN) leave the film untouched. Signed heat uses the diverging scale."""
-    h = np.asarray(heat, np.float32)
-    signed = bool(np.nanmin(h) < 0) if np.isfinite(h).any() else False
-    mag = np.nan_to_num(np.abs(h), nan=0.0)
-    weight = alpha * np.clip((mag - floor) / max(1e-6, 1 - floor), 0, 1)
-    weight[mag <= floor] = 0.0
-    if signed:
-        color = np.zeros((*h.shape, 3), np.float32)
-        v = np.nan_to_num(h)
-        color[..., 0] = np.where(v > 0, 178, 33)
-        color[..., 1] = np.where(v > 0, 24, 102)
-        color[..., 2] = np.where(v > 0, 43, 172)
-    else:
-        color = cv2.applyColorMap(
-            np.uint8(255 * np.clip(mag, 0, 1)), COLORMAPS.get(colormap, cv2.COLORMAP_JET)
-        )
-        color = color[..., ::-1].astype(np.float32)
-    out = film_rgb.astype(np.float32) * (1 - weight[..., None]) + color * weight[..., None]
-    return out.round().astype(np.uint8)
-
-
-def colorscale(colormap: str, *, stops: int = 11) -> list:
-    """A Plotly colour scale sampled from the OpenCV colour map the overlay uses."""
-    ramp = np.linspace(0, 255, stops).astype(np.uint8)[None, :]
-    rgb = cv2.applyColorMap(ramp, COLORMAPS.get(colormap, cv2.COLORMAP_JET))[0, :, ::-1]
-    return [[i / (stops - 1), f"rgb({r},{g},{b})"] for i, (r, g, b) in enumerate(rgb.tolist())]
 
 
 def _png_source(rgb: np.ndarray) -> str:
@@ -276,14 +170,21 @@ def _check_segmentation(segmentation, shape: tuple[int, int]) -> None:
                         f"{tuple(shape)}: score the map at the film's size")
 
 
-def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tuple[int, int], float]:
-    """The windowed film as RGB on the display grid, that grid's size, and the display factor."""
+def display_grey(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], float]:
+    """The film on the display grid (longest side at most :data:`DISPLAY_SIDE`, area-averaged),
+    not yet windowed, that grid's size and the display factor: the window/level applies to these
+    grey levels, here and in the browser."""
     h, w = image.shape
     f = min(1.0, DISPLAY_SIDE / max(h, w))
     size = (max(1, round(h * f)), max(1, round(w * f)))
-    film = cv2.resize(window(image, *level), (size[1], size[0]), interpolation=cv2.INTER_AREA) if f < 1 else \
-        window(image, *level)
-    return np.repeat(film[..., None], 3, axis=2), size, f
+    grey = cv2.resize(image, (size[1], size[0]), interpolation=cv2.INTER_AREA) if f < 1 else image
+    return np.asarray(grey, np.uint8), size, f
+
+
+def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tuple[int, int], float]:
+    """The windowed film as RGB on the display grid, that grid's size, and the display factor."""
+    grey, size, f = display_grey(image)
+    return np.repeat(window(grey, *level)[..., None], 3, axis=2), size, f
 
 
 def _image_trace(rgb: np.ndarray, shape: tuple[int, int]) -> go.Image:

@@ -83,13 +83,15 @@ def _positive(store_path) -> str:
     return table[(table.label == "Effusion") & (table.ground_truth == 1)].image_id.iloc[0]
 
 
+def _film_args(at) -> dict:
+    """What the explorer sent its film component (pages/_film_view.py)."""
+    (view,) = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    return json.loads(view.proto.json_args)
+
+
 def _image_source(at) -> str:
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(_film_args(at)["figure"])
     return next(t["source"] for t in spec["data"] if t["type"] == "image")
-
-
-def _map_toggle(at):
-    return next(t for t in at.toggle if t.label == "Map")
 
 
 def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(tiny_full_store, stand_in, counted):
@@ -99,8 +101,8 @@ def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(t
     assert stand_in.waits == [(job.key, viewer.FIRST_WAIT_S)]  # a new job: waited on once
     assert at.get("progress") and not at.metric  # progress, and no scores of a map still computing
     job.partial = np.eye(8, dtype=np.float32)  # the first window batches: a partial map is drawn, not scored
-    _map_toggle(at).set_value(False).run()
-    _map_toggle(at).set_value(True).run()
+    at.run()  # two polls
+    at.run()
     assert stand_in.waits == [(job.key, viewer.FIRST_WAIT_S)]  # the running job: never waited on again
     assert counted["score"] == counted["png"] == 0 and not at.metric
 
@@ -110,8 +112,8 @@ def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(t
     assert [m.label for m in at.metric] == [metrics.get(n).label for n in ("iou", "hit", "roc_auc")]
     assert any("· recomputed live on CPU in" in c.value for c in at.caption), [c.value for c in at.caption]
     scored = counted["score"]
-    _map_toggle(at).set_value(False).run()
-    _map_toggle(at).set_value(True).run()
+    at.run()
+    at.run()
     assert counted["score"] == scored == 1  # the same map is scored once, whatever the display does
     assert counted["png"] == 0  # the PNG download is rendered when clicked, not on every rerun
 
@@ -148,17 +150,20 @@ def test_the_downloads_render_the_finished_map_when_clicked(tiny_full_store, sta
     assert np.array_equal(np.load(io.BytesIO(data())), job.result)
 
 
-def test_flicking_the_map_redraws_nothing_already_drawn(tiny_full_store, stand_in, counted):
+def test_the_films_display_settings_reach_the_server_without_a_redraw(tiny_full_store, stand_in, counted):
+    """A display click acts in the browser; its settings come back (debounced) for the PNG export:
+    that rerun sends the film component the same figure and draws nothing again."""
     at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=_positive(tiny_full_store))
     assert not at.exception, at.exception
-    on = _image_source(at)
-    first = counted["film"]
-    _map_toggle(at).set_value(False).run()
-    off = _image_source(at)
-    _map_toggle(at).set_value(True).run()
-    _map_toggle(at).set_value(False).run()
-    assert on != off and _image_source(at) == off
-    assert counted["film"] == first + 1  # the film without the map, once; back on and off again: kept
+    sent, first = _film_args(at), counted["film"]
+    assert sent["settings"]["show_map"] is True
+    at.session_state["film_0"] = {**sent["settings"], "show_map": False, "alpha": 0.3}  # the component's value
+    at.run()
+    assert not at.exception, at.exception
+    again = _film_args(at)
+    assert again["rev"] == sent["rev"] and again["figure"] == sent["figure"]  # nothing to draw again
+    assert counted["film"] == first
+    assert again["settings"]["show_map"] is False and again["settings"]["alpha"] == 0.3  # the export's
 
 
 def test_a_partial_map_is_redrawn_at_most_every_few_seconds(tiny_full_store, stand_in, monkeypatch):

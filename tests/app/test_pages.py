@@ -3,6 +3,7 @@ interactions (choose a case, change explainer, move patch/stride, select points)
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -74,8 +75,9 @@ def test_explorer_choose_case_change_explainer_and_move_occlusion_sliders(tiny_f
     captions = [c.value for c in at.caption]
     assert any(c.startswith("tiny-densenet121 · Occlusion patch 16 stride 8") and "recomputed live on CPU" in c
                for c in captions), captions
-    film = at.get("plotly_chart")[0]
-    assert "Otsu segmentation (scored for IoU)" in film.proto.spec  # the map and its scored contour are drawn
+    (film,) = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    spec = json.loads(film.proto.json_args)["figure"]  # the film component's figure (pages/_film_view.py)
+    assert "Otsu segmentation (scored for IoU)" in spec  # the map and its scored contour are drawn
     assert [m.label for m in at.metric] == ["IoU (Otsu)", "Hit", "AUC"]
 
 

@@ -105,7 +105,8 @@ def test_a_cancelled_partial_map_draws_no_contour_and_is_not_scored(two_models, 
     job.state = JobState.CANCELLED
     at.run()
     assert not at.exception, at.exception
-    spec = at.get("plotly_chart")[0].proto.spec
+    (film,) = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    spec = json.loads(film.proto.json_args)["figure"]  # the film component's figure (pages/_film_view.py)
     assert '"type":"image"' in spec.replace(" ", "") and SEGMENTATION_NAME not in spec  # the map, no contour
     why = "No segmentation contour: the map is partial (cancelled)"
     assert any(c.value.startswith(why) for c in at.caption), [c.value for c in at.caption]

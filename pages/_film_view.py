@@ -1,0 +1,91 @@
+"""The explorer's film as a small Streamlit component that applies display clicks in the browser.
+
+``st.plotly_chart`` mounts a new chart whenever its figure changes (zoom lost) and every display
+click went through the server (0.5–1 s). The component (``pages/_film_component/``: a static
+``index.html`` and ``film.js``, no build step) draws :func:`cxrxai.present.film.film_figure`'s
+figure with Plotly and has its own controls for map on/off, Otsu contour, opacity, floor, top-k,
+colour map and window/level: it re-blends the film from
+:func:`cxrxai.present.film_view.browser_film`'s data and redraws in place (``Plotly.react`` on the
+figure's ``uirevision``), so the zoom stays. Its settings come back to Python 0.6 s after the last
+click (the PNG export is what is on screen); that rerun sends the same figure, which the browser
+does not draw again. A new map or case (a data click) goes through the server as before.
+
+Plotly.js is the installed ``plotly`` package's own ``plotly.min.js`` (no CDN, no copy in the
+repository): the component's directory is assembled once under the home's cache
+(``components/film-<digest>/``), from the shipped ``index.html`` and ``film.js`` and that file,
+since Streamlit serves a component only from one directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import plotly
+import streamlit as st
+import streamlit.components.v1 as components
+
+from cxrxai import paths
+from cxrxai.present.film_view import TOP_K, layer_traces
+
+SOURCE = Path(__file__).parent / "_film_component"
+FILES = ("index.html", "blend.js", "film.js")
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+#: What Plotly's toolbar does in the component (as ``ui.chart``: PNG export offline, no logo).
+CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def component_dir() -> Path:
+    """The component's directory under the home's cache, assembled on first use; its name carries
+    a digest of its files and the Plotly version, so an upgrade of either gets a new one."""
+    stamp = hashlib.blake2b(plotly.__version__.encode(), digest_size=8)
+    for name in FILES:
+        stamp.update((SOURCE / name).read_bytes())
+    target = paths.home() / "components" / f"film-{stamp.hexdigest()}"
+    if not (target / "plotly.min.js").is_file():
+        staging = target.with_name(target.name + ".part")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name in FILES:
+            shutil.copyfile(SOURCE / name, staging / name)
+        shutil.copyfile(PLOTLY_JS, staging / "plotly.min.js")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return target
+
+
+@st.cache_resource
+def _component():
+    return components.declare_component("cxrxai_film", path=str(component_dir()))
+
+
+def browser_settings(value: dict | None, kind: str, floor: float) -> dict:
+    """The settings the component shows: its last value, else the opening ones; the floor starts
+    at the map kind's default (``floor``) whenever the kind changes."""
+    start = {"kind": kind, "show_map": True, "otsu": True, "alpha": 0.6, "floor": floor, "top_k": TOP_K[0],
+             "colormap": "jet", "lo": 0, "hi": 255}
+    if not value:
+        return start
+    if value.get("kind") != kind:
+        return {**start, **value, "kind": kind, "floor": floor}
+    return {**start, **value}
+
+
+def as_display(settings: dict) -> dict:
+    """The component's settings as ``film_figure`` / ``film_png`` keywords."""
+    lo, hi = settings["lo"], settings["hi"]
+    return {"show_map": bool(settings["show_map"]), "otsu": bool(settings["otsu"]),
+            "alpha": float(settings["alpha"]), "floor": float(settings["floor"]),
+            "top_k": None if settings["top_k"] == 100 else settings["top_k"],
+            "colormap": settings["colormap"], "level": ((lo + hi) / 2, max(1, hi - lo))}
+
+
+def film_view(fig, payload: dict, settings: dict, *, key: str) -> None:
+    """Draw ``fig`` in the component (``payload``: :func:`browser_film` of the same film) with
+    ``settings`` (:func:`browser_settings` of ``st.session_state[key]``, the component's value: its
+    last settings are already there when its own rerun starts)."""
+    spec = fig.to_json()
+    rev = hashlib.blake2b(spec.encode(), digest_size=16).hexdigest()
+    _component()(figure=spec, payload={**payload, "layers": layer_traces(fig)}, settings=settings, rev=rev,
+                 config=CONFIG, key=key, default=None)

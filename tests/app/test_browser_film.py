@@ -1,0 +1,78 @@
+"""Headless Chromium: the explorer's film answers display clicks in the browser and keeps the zoom.
+
+Zoom into the film by dragging, then flick the map off and on and move the opacity in the film's
+own controls: the axis ranges stay, the map's colour bar and contour hide with it, the picture
+changes, and no click reruns the page (the settings reach the server once, after the clicks, for
+the PNG export, and that rerun draws nothing again).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import ARTIFACTS, _browser, _chromium, _no_error, _serve, app_url  # noqa: F401 — fixtures
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RANGES = "() => { const l = document.getElementById('film')._fullLayout; return [l.xaxis.range, l.yaxis.range]; }"
+SOURCE = "() => document.getElementById('film').data[0].source"
+LAYERS = """() => { const gd = document.getElementById('film'), k = gd._fullData;
+  return k.filter((t) => t.marker && t.marker.showscale || t.name && t.name.startsWith('Otsu'))
+          .map((t) => t.visible); }"""
+
+
+def film_frame(page, timeout_ms: int = 120_000):
+    """The film component's frame once it has drawn the film."""
+    page.locator('iframe[title*="cxrxai_film"]').first.wait_for(timeout=timeout_ms)
+    frame = next(f for f in page.frames if "cxrxai_film" in f.url)
+    frame.wait_for_function("window.filmStats && window.filmStats.applied > 0", timeout=timeout_ms)
+    return frame
+
+
+def zoom_in(page, frame) -> None:
+    """Drag a box over the middle of the film (Plotly's zoom)."""
+    page.locator('iframe[title*="cxrxai_film"]').first.scroll_into_view_if_needed()
+    box = frame.locator(".nsewdrag").first.bounding_box()
+    x0, y0 = box["x"] + 0.35 * box["width"], box["y"] + 0.3 * box["height"]
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x0 + 0.25 * box["width"], y0 + 0.3 * box["height"], steps=8)
+    page.mouse.up()
+    page.wait_for_timeout(300)
+
+
+def click_and_wait(frame, act) -> float:
+    """Do ``act(frame)`` and wait for the film to be redrawn; the click-to-drawn milliseconds."""
+    before = frame.evaluate("window.filmStats.applied")
+    act(frame)
+    frame.wait_for_function(f"window.filmStats.applied > {before}", timeout=10_000)
+    return frame.evaluate("window.filmStats.lastMs")
+
+
+def test_display_clicks_act_in_the_browser_and_keep_the_zoom(app_url):  # noqa: F811
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _browser() as page:
+        page.goto(f"{app_url}/explorer")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        frame = film_frame(page)
+        full = frame.evaluate(RANGES)
+        zoom_in(page, frame)
+        zoomed = frame.evaluate(RANGES)
+        assert zoomed != full  # the drag zoomed in
+        runs = page.evaluate("performance.getEntriesByType('resource').length")
+        on, shown = frame.evaluate(SOURCE), frame.evaluate(LAYERS)
+        assert shown and all(v is True for v in shown)  # colour bar and scored contour with the map
+        click_and_wait(frame, lambda f: f.locator("#show_map").click())
+        off = frame.evaluate(SOURCE)
+        assert off != on and all(v is False for v in frame.evaluate(LAYERS))  # the map and its layers gone
+        assert frame.evaluate(RANGES) == zoomed
+        click_and_wait(frame, lambda f: f.locator("#show_map").click())
+        assert frame.evaluate(SOURCE) == on and frame.evaluate(LAYERS) == shown  # the same picture back
+        click_and_wait(frame, lambda f: f.locator("#alpha").fill("0.2"))
+        assert frame.evaluate(SOURCE) not in (on, off) and frame.evaluate(RANGES) == zoomed
+        # no request went to the server for the clicks (a rerun would fetch nothing either, but the
+        # settings are sent once after them): the zoom survives that rerun too
+        assert page.evaluate("performance.getEntriesByType('resource').length") == runs
+        page.wait_for_timeout(2500)
+        assert frame.evaluate(RANGES) == zoomed and frame.evaluate("document.getElementById('alpha').value") == "0.2"
+        _no_error(page)
+        page.screenshot(path=str(ARTIFACTS / "explorer-film-zoomed.png"), full_page=True)

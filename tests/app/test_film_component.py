@@ -1,0 +1,95 @@
+"""The explorer's film component: what the browser draws for a display setting is what
+``film_figure`` draws for it, pixel for pixel, and its directory is assembled from the shipped
+files and the installed Plotly.
+
+The browser's arithmetic (``pages/_film_component/blend.js``) runs in Node on the data
+``browser_film`` sends; the picture it makes is compared with the film in ``film_figure``'s
+figure for the same settings. Needs Node (``/usr/bin/node``); skipped without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+
+import cv2
+import numpy as np
+import plotly
+import pytest
+
+from cxrxai.present import film
+from cxrxai.present.film_view import browser_film, layer_traces
+from pages import _film_view
+
+NODE = shutil.which("node")
+BLEND_JS = _film_view.SOURCE / "blend.js"
+#: Runs blend.js on each setting of the input and prints each picture's RGB bytes, base64.
+RUNNER = """
+const {blendInto} = require(process.argv[1]);
+const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const p = input.payload, grey = new Uint8Array(Buffer.from(p.film, "base64"));
+const heat = p.heat === null ? null : new Float32Array(new Uint8Array(Buffer.from(p.heat, "base64")).buffer);
+const out = input.settings.map((s) => {
+  const data = new Uint8Array(grey.length * 4);
+  blendInto(data, grey, heat, p, s);
+  return Buffer.from(data.filter((_, k) => k % 4 !== 3)).toString("base64");
+});
+console.log(JSON.stringify(out));
+"""
+SETTINGS = [{}, {"show_map": False}, {"alpha": 0.85, "floor": 0.35}, {"lo": 40, "hi": 170},
+            {"top_k": 10, "colormap": "inferno"}, {"floor": 0.0, "alpha": 1.0, "lo": 99, "hi": 100},
+            {"top_k": 1, "floor": 0.05, "colormap": "viridis", "lo": 3, "hi": 250}]
+
+
+def _drawn(fig) -> np.ndarray:
+    source = fig.data[0].source.split(",", 1)[1]
+    bgr = cv2.imdecode(np.frombuffer(base64.b64decode(source), np.uint8), cv2.IMREAD_COLOR)
+    return bgr[..., ::-1]
+
+
+def _browser(payload: dict, settings: list[dict], shape: tuple[int, int]) -> list[np.ndarray]:
+    out = subprocess.run([NODE, "-e", RUNNER, str(BLEND_JS)], input=json.dumps(
+        {"payload": payload, "settings": settings}), capture_output=True, text=True, timeout=120, check=True)
+    return [np.frombuffer(base64.b64decode(b), np.uint8).reshape(*shape, 3) for b in json.loads(out.stdout)]
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node to run the component's JavaScript")
+@pytest.mark.parametrize("mode,shape,dim", [("normalized", (90, 120), 1.0), ("raw", (90, 120), 1.0),
+                                            ("captum", (1300, 700), 0.35)])
+def test_the_browser_draws_what_film_figure_draws_for_every_setting(mode, shape, dim):
+    rng = np.random.default_rng(3)
+    image = np.clip(rng.normal(120, 60, shape), 0, 255).astype(np.uint8)
+    saliency = rng.normal(size=(14, 11)).astype(np.float32)
+    payload = browser_film(image, saliency, mode=mode, dim=dim)
+    settings = [_film_view.browser_settings(s, "cam", 0.2) for s in SETTINGS]
+    size = (payload["height"], payload["width"])
+    for s, seen in zip(settings, _browser(payload, settings, size)):
+        display = _film_view.as_display(s)
+        fig = film.film_figure(image, saliency, mode=mode, **{**display, "alpha": display["alpha"] * dim})
+        assert np.array_equal(seen, _drawn(fig)), (mode, s)
+
+
+def test_the_layers_the_browser_hides_with_the_map_are_the_bar_and_the_scored_contour():
+    image = np.full((40, 40), 90, np.uint8)
+    segmentation = np.zeros((40, 40), bool)
+    segmentation[10:20, 10:20] = True
+    fig = film.film_figure(image, np.eye(8), segmentation=segmentation, masks={"gt": segmentation})
+    layers = layer_traces(fig)
+    assert [fig.data[k].name for k in layers["contour"]] == [film.SEGMENTATION_NAME]
+    assert len(layers["bar"]) == 1 and fig.data[layers["bar"][0]].marker.showscale and not layers["note"]
+    flat = film.film_figure(image, np.zeros((8, 8)))  # nothing to colour: a note instead of a bar
+    assert layer_traces(flat) == {"bar": [], "contour": [], "note": [1]}
+
+
+def test_the_component_directory_has_the_shipped_files_and_plotly(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXRXAI_HOME", str(tmp_path))
+    built = _film_view.component_dir()
+    assert built.parent == tmp_path / "components"
+    assert sorted(p.name for p in built.iterdir()) == sorted([*_film_view.FILES, "plotly.min.js"])
+    shipped = built / "plotly.min.js"
+    assert shipped.read_bytes() == (_film_view.PLOTLY_JS).read_bytes() and plotly.__version__
+    assert _film_view.component_dir() == built  # assembled once
+    html = (built / "index.html").read_text()
+    assert "cdn" not in html.lower() and all(f'src="{n}"' in html for n in ("plotly.min.js", "blend.js", "film.js"))
