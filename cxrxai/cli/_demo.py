@@ -157,6 +157,9 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
     )
+    p.add_argument("--snapshot", type=Path, default=None,
+                   help="evidence snapshot a new store starts from (default: the shipped data_cache/evidence)")
+    p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
     _add_phantom(p)
 
 
@@ -166,6 +169,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 def _demo(args) -> int:
     from ..pipeline import build_demo, demo_stages
     from ..pipeline.demo import evidence_rounds
+    from ..pipeline.evidence import shipped_dir, snapshot_stage, with_snapshot
 
     model = args.model or paths.demo_model_path()
     data_dir = args.data_dir or paths.demo_data_dir()
@@ -198,15 +202,19 @@ def _demo(args) -> int:
         if p.is_file()
     ]
     cache = model.with_suffix(".predictions.npz")
+    snapshot = None if args.no_snapshot else args.snapshot or shipped_dir()
     try:
         quick = args.phase == "quick"
+        first = [snapshot_stage(snapshot, model.parent)] if quick and snapshot is not None else []
         with stoppable(status):  # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
             report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
                                 config=_phantom_config(args), progress=progress, fresh=args.fresh,
-                                stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
+                                stages=[*first, *demo_stages(phase="quick")] if quick else None,
+                                extra_models=extra,
                                 prediction_cache=None if args.recompute_predictions else cache,
                                 write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
-                                rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
+                                rounds=None if quick else with_snapshot(
+                                    evidence_rounds(full=args.full, phase=args.phase), snapshot, model.parent),
                                 on_stage=status.stage if status is not None else None)
     except BuildStopped as err:  # the status says so (stoppable); the store stays as last published
         print(f"stopped: {err}; `python -m cxrxai demo --phase {args.phase}` resumes", file=sys.stderr)
