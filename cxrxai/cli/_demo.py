@@ -158,7 +158,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
         "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
     )
     p.add_argument("--snapshot", type=Path, default=None,
-                   help="evidence snapshot a new store starts from (default: the shipped data_cache/evidence)")
+                   help="evidence snapshot a new store starts from "
+                        "(default: the shipped data_cache/evidence)")
     p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
     _add_phantom(p)
 
@@ -214,7 +215,8 @@ def _demo(args) -> int:
                                 prediction_cache=None if args.recompute_predictions else cache,
                                 write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
                                 rounds=None if quick else with_snapshot(
-                                    evidence_rounds(full=args.full, phase=args.phase), snapshot, model.parent),
+                                    evidence_rounds(full=args.full, phase=args.phase), snapshot,
+                                    model.parent),
                                 on_stage=status.stage if status is not None else None)
     except BuildStopped as err:  # the status says so (stoppable); the store stays as last published
         print(f"stopped: {err}; `python -m cxrxai demo --phase {args.phase}` resumes", file=sys.stderr)

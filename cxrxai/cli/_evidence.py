@@ -15,7 +15,8 @@ def _add(p: argparse.ArgumentParser) -> None:
                    help="the built store to export (default data_cache/demo.duckdb); which build steps are "
                         "complete comes from its build status file (--status of `demo`)")
     p.add_argument("--out", type=Path, default=None,
-                   help="snapshot folder (default: the shipped data_cache/evidence; its Parquet files are replaced)")
+                   help="snapshot folder (default: the shipped data_cache/evidence); "
+                        "its Parquet files are replaced")
 
 
 @command("demo-evidence", "export a demo store's result tables (not its maps) and their provenance as the "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 from ...errors import EvidenceSnapshotError
@@ -45,15 +46,18 @@ def sources_sha256() -> str:
 
 
 def code_version() -> str:
-    """``git describe --always --dirty`` of the checkout, else the package's version."""
-    from ... import __version__
-
+    """``git describe --always --dirty`` of the checkout, else the installed package's version."""
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=_PACKAGE, capture_output=True,
                              text=True, timeout=10, check=True)
-        return out.stdout.strip() or __version__
+        if out.stdout.strip():
+            return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return __version__
+        pass
+    try:
+        return f"cxrxai {metadata.version('cxrxai')}"
+    except metadata.PackageNotFoundError:
+        return "unknown (neither a git checkout nor an installed package)"
 
 
 def completed_steps(status: dict | None) -> list[list]:

@@ -49,7 +49,8 @@ CHECKS = {
     "thresholds": Check(("model_id", "label"), (Stage("thresholds", thresholds_stage),), ("predictions",)),
     "localization": Check(
         ("model_id", "image_id", "label", "source", "method", "params_key", "reader"),
-        (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))), Stage("localization", localization_stage)),
+        (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))),
+         Stage("localization", localization_stage)),
         ("predictions", "thresholds"),
         rows=f"source == 'explainer' and method in {list(_CHEAP)}",
     ),
@@ -86,7 +87,10 @@ def sample(folder: str | Path, table: str, n: int, seed: int) -> pd.DataFrame:
 
 def _over(stage: Stage, image_ids: list[str]) -> Stage:
     """``stage`` run over ``image_ids`` only (the stages' ``image_ids`` option)."""
-    return Stage(stage.name, lambda ctx: stage.run(replace(ctx, options={**ctx.options, "image_ids": image_ids})))
+    def run(ctx) -> dict:
+        return stage.run(replace(ctx, options={**ctx.options, "image_ids": image_ids}))
+
+    return Stage(stage.name, run)
 
 
 def _taken(folder: Path, tables: tuple[str, ...], model_id: str) -> Stage:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ... import paths
 from ...errors import EvidenceSnapshotError
 from ...models.spec import ModelSpec
-from ...store import SCHEMA_VERSION, open_store
+from ...store import open_store
 from ...store._snapshot import export_table, import_table, shipped_tables
 from ...store.status import read_status
 from ..maps import MapPlan
@@ -84,7 +84,8 @@ def export_snapshot(store_path: str | Path, folder: str | Path, *, dataset: str 
     return prov
 
 
-def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path, phantom_config: dict | None) -> dict:
+def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
+                    phantom_config: dict | None) -> dict:
     """Add the snapshot in ``folder`` to the store ``writer`` writes (one that has no results yet)
     and record its provenance under :data:`SNAPSHOT_META`; each model whose weights are in
     ``models_dir`` is registered with them. Returns what was imported, or ``{"refused": why}``
@@ -101,8 +102,9 @@ def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path, phant
         prov = provenance.read(folder)
         local = provenance.check(prov, models_dir=models_dir, phantom_config=phantom_config)
         unknown = sorted(set(prov.get("tables", {})) - set(shipped_tables()))
-        if unknown or prov.get("schema_version") != SCHEMA_VERSION:
-            raise EvidenceSnapshotError(f"the evidence snapshot has tables {unknown} this schema does not ship")
+        if unknown:
+            raise EvidenceSnapshotError(
+                f"the evidence snapshot has tables {unknown} this schema does not ship")
     except EvidenceSnapshotError as err:
         return {"refused": str(err)}
     t0 = time.monotonic()
