@@ -73,8 +73,7 @@ demo-evidence: $(VENV)/.installed | $(MODEL)
 	rm -f $(EVIDENCE_STORE) $(EVIDENCE_STORE).build.json
 	$(BIN)/python -m cxrxai demo --phase quick --no-snapshot --store $(EVIDENCE_STORE)
 	$(BIN)/python -m cxrxai demo --phase evidence --no-snapshot --store $(EVIDENCE_STORE) \
-		--status $(EVIDENCE_STORE).build.json
-	$(BIN)/python -m cxrxai demo-evidence --store $(EVIDENCE_STORE)
+		--status $(EVIDENCE_STORE).build.json --export-snapshot data_cache/evidence
 
 $(MODEL): | $(VENV)/.installed
 	$(BIN)/python -m cxrxai train

@@ -143,7 +143,7 @@ def build_parser(prog: str = "python -m cxrxai") -> argparse.ArgumentParser:
 
 def commands() -> dict:
     """Every command (its module registers it when first imported)."""
-    from . import _app, _audit, _data, _demo, _evidence, _maps  # noqa: F401
+    from . import _app, _audit, _data, _demo, _maps  # noqa: F401
 
     return COMMANDS
 

@@ -161,6 +161,9 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
                    help="evidence snapshot a new store starts from "
                         "(default: the shipped data_cache/evidence)")
     p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
+    p.add_argument("--export-snapshot", type=Path, default=None, metavar="DIR",
+                   help="then export the store's result tables (not its maps) and their provenance to DIR as "
+                        "an evidence snapshot (`make demo-evidence`: into the shipped data_cache/evidence)")
     _add_phantom(p)
 
 
@@ -229,8 +232,21 @@ def _demo(args) -> int:
         bars.close()
     if status is not None:
         status.finish()
+    if args.export_snapshot is not None:
+        report["exported snapshot"] = _export(args.store or paths.demo_store(), args.export_snapshot)
     print(json.dumps(report, indent=1))
     return 0
+
+
+def _export(store: Path, folder: Path) -> dict:
+    """The store's evidence snapshot written to ``folder``
+    (:func:`~cxrxai.pipeline.evidence.export_snapshot`): its size, steps, tables and models."""
+    from ..pipeline.evidence import export_snapshot
+
+    prov = export_snapshot(store, folder)
+    return {"folder": str(folder), "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
+            "steps": len(prov["steps"]), "evidence_complete": prov["evidence_complete"],
+            "tables": prov["tables"], "models": {m: w["sha256"][:12] for m, w in prov["models"].items()}}
 
 
 # --------------------------------------------------------------------------- phantom
