@@ -56,7 +56,7 @@ def export_snapshot(store_path: str | Path, folder: str | Path, *, dataset: str 
     """Write the shipped tables of the store at ``store_path`` and their provenance to ``folder``
     (earlier Parquet files there are replaced); returns the provenance. Which build steps are
     complete comes from the build's status file beside the store."""
-    folder = Path(folder)
+    folder, code = Path(folder), provenance.code_version()  # before the old files go: a clean checkout
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.parquet"):
         old.unlink()
@@ -68,7 +68,7 @@ def export_snapshot(store_path: str | Path, folder: str | Path, *, dataset: str 
         phantoms = json.loads(config.iloc[0])
         steps = completed_steps(read_status(store_path))
         prov = {
-            "code_version": provenance.code_version(),
+            "code_version": code,
             "sources_sha256": provenance.sources_sha256(),
             "schema_version": store.schema_version(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
