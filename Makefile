@@ -12,7 +12,7 @@ MODEL  := data_cache/models/demo-densenet121.pt
 # built once; the Ray cluster and engine tests share one file); PYTEST_PARALLEL= runs them serially.
 PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadfile
 
-.PHONY: app test demo train train-extra train-shortcut bench install install-test clean-demo
+.PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
 
 app: $(STORE)
 	$(BIN)/streamlit run app.py
@@ -63,6 +63,17 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-ray
 # The quick phase (about 2 min): the app opens on it and builds the evidence in the background.
 $(STORE): | $(VENV)/.installed $(MODEL)
 	$(BIN)/python -m cxrxai demo --phase quick
+
+# The shipped evidence snapshot (data_cache/evidence: the result tables as Parquet, not the maps, with
+# their provenance), rebuilt from scratch the way the app builds it: the quick phase, then the background
+# build's rounds over every demo model (about 2 h 25 min on 2 CPU cores), then the export. A new demo store
+# starts from it; tests/pipeline/test_evidence.py recomputes a sample of its rows.
+EVIDENCE_STORE := data_cache/evidence-build.duckdb
+demo-evidence: $(VENV)/.installed | $(MODEL)
+	rm -f $(EVIDENCE_STORE) $(EVIDENCE_STORE).build.json
+	$(BIN)/python -m cxrxai demo --phase quick --no-snapshot --store $(EVIDENCE_STORE)
+	$(BIN)/python -m cxrxai demo --phase evidence --no-snapshot --store $(EVIDENCE_STORE) \
+		--status $(EVIDENCE_STORE).build.json --export-snapshot data_cache/evidence
 
 $(MODEL): | $(VENV)/.installed
 	$(BIN)/python -m cxrxai train

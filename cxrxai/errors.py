@@ -11,6 +11,7 @@ from collections.abc import Iterable
 __all__ = [
     "CxrxaiError",
     "DataError",
+    "EvidenceSnapshotError",
     "ExplainerError",
     "MetricError",
     "ModelError",
@@ -41,6 +42,10 @@ class StoreError(CxrxaiError):
 
 class SchemaVersionError(StoreError):
     """The store was written by a newer (or unknown) schema than this code understands."""
+
+
+class EvidenceSnapshotError(StoreError):
+    """A shipped evidence snapshot does not belong to these weights, schema or phantoms (or is unreadable)."""
 
 
 class ExplainerError(CxrxaiError, ValueError):

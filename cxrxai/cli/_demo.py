@@ -157,6 +157,13 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
     )
+    p.add_argument("--snapshot", type=Path, default=None,
+                   help="evidence snapshot a new store starts from "
+                        "(default: the shipped data_cache/evidence)")
+    p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
+    p.add_argument("--export-snapshot", type=Path, default=None, metavar="DIR",
+                   help="then export the store's result tables (not its maps) and their provenance to DIR as "
+                        "an evidence snapshot (`make demo-evidence`: into the shipped data_cache/evidence)")
     _add_phantom(p)
 
 
@@ -166,6 +173,7 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 def _demo(args) -> int:
     from ..pipeline import build_demo, demo_stages
     from ..pipeline.demo import evidence_rounds
+    from ..pipeline.evidence import shipped_dir, snapshot_stage, with_snapshot
     from ..pipeline.launch import reporting
 
     model = args.model or paths.demo_model_path()
@@ -192,24 +200,41 @@ def _demo(args) -> int:
     ]
     cache = model.with_suffix(".predictions.npz")
     quick = args.phase == "quick"
+    snapshot = None if args.no_snapshot else args.snapshot or shipped_dir()
+    first = [snapshot_stage(snapshot, model.parent)] if quick and snapshot is not None else []
+    rounds = None if quick else with_snapshot(evidence_rounds(full=args.full, phase=args.phase), snapshot,
+                                              model.parent)
     bars = Bars()
     try:
         with reporting(args.status, phase=args.phase, progress=bars) as rep, stoppable(rep.status):
             # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
             report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
                                 config=_phantom_config(args), progress=rep, fresh=args.fresh,
-                                stages=demo_stages(phase="quick") if quick else None, extra_models=extra,
+                                stages=[*first, *demo_stages(phase="quick")] if quick else None,
+                                extra_models=extra,
                                 prediction_cache=None if args.recompute_predictions else cache,
                                 write_prediction_cache=not args.n_images and not args.size, phase=args.phase,
-                                rounds=None if quick else evidence_rounds(full=args.full, phase=args.phase),
-                                on_stage=rep.stage)
+                                rounds=rounds, on_stage=rep.stage)
     except BuildStopped as err:  # the status says so (stoppable); the store stays as last published
         print(f"stopped: {err}; `python -m cxrxai demo --phase {args.phase}` resumes", file=sys.stderr)
         return 3
     finally:
         bars.close()
+    if args.export_snapshot is not None:
+        report["exported snapshot"] = _export(args.store or paths.demo_store(), args.export_snapshot)
     print(json.dumps(report, indent=1))
     return 0
+
+
+def _export(store: Path, folder: Path) -> dict:
+    """The store's evidence snapshot written to ``folder``
+    (:func:`~cxrxai.pipeline.evidence.export_snapshot`): its size, steps, tables and models."""
+    from ..pipeline.evidence import export_snapshot
+
+    prov = export_snapshot(store, folder)
+    return {"folder": str(folder), "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
+            "steps": len(prov["steps"]), "evidence_complete": prov["evidence_complete"],
+            "tables": prov["tables"], "models": {m: w["sha256"][:12] for m, w in prov["models"].items()}}
 
 
 # --------------------------------------------------------------------------- phantom

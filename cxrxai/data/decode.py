@@ -3,8 +3,8 @@
 Each image is read (PNG/JPEG/DICOM, :func:`~cxrxai.data.io.read_film`), its original size and
 the reader's note (bit depth, orientation, channels: what was done to it) recorded, and resized
 to the model's input size (area interpolation) into one ``(N, S, S)`` memory-mapped array, so
-every later stage reads pixels without touching the disk's originals again. An image that cannot be read is reported (id and reason) and left out;
-the run goes on.
+every later stage reads pixels without touching the disk's originals again. An image that cannot
+be read is reported (id and reason) and left out; the run goes on.
 """
 
 from __future__ import annotations

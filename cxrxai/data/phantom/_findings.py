@@ -194,23 +194,36 @@ def pneumothorax(anat: Anatomy, rng, **plan) -> list[np.ndarray]:
 
 def atelectasis(anat: Anatomy, rng, *, side: str, kind: str) -> list[np.ndarray]:
     lung = anat.lung(side) if anat.lung(side).sum() >= 50 else anat.lungs
-    u, v = anat.frame.uv()
     if kind == "lobar":
-        # Wedge of collapsed lower lobe against the cardiac/mediastinal border, apex at the hilum.
-        rows = np.nonzero(lung.any(axis=1))[0]
-        row = int(rows[int(0.85 * (len(rows) - 1))])
-        cols = np.nonzero(lung[row])[0]
-        medial = cols.max() if side == "right" else cols.min()
-        lateral = cols.min() if side == "right" else cols.max()
-        base_med = np.array([medial, row + 4.0])
-        base_lat = np.array([medial + rng.uniform(0.35, 0.6) * (lateral - medial), row + 4.0])
-        hilum_row = rows[int(rng.uniform(0.40, 0.55) * (len(rows) - 1))]
-        apex = np.array([medial + 0.15 * (lateral - medial), float(hilum_row)])
-        mask = fill_polygon(np.vstack([apex, base_lat, base_med]), anat.size) & lung
-        if mask.sum() >= 20:
-            anat.layers["lesion"] += rng.uniform(0.35, 0.5) * soften(mask, 1.5)
+        mask = _lobar_collapse(anat, rng, lung, side)
+        if mask is not None:
             return [mask]
         # Too little lung beside the mediastinum: fall back to plate-like atelectasis.
+    return _plate_atelectasis(anat, rng, lung)
+
+
+def _lobar_collapse(anat: Anatomy, rng, lung: np.ndarray, side: str) -> np.ndarray | None:
+    """Wedge of collapsed lower lobe against the cardiac/mediastinal border, apex at the hilum;
+    None (nothing drawn) when it would cover under 20 pixels of lung."""
+    rows = np.nonzero(lung.any(axis=1))[0]
+    row = int(rows[int(0.85 * (len(rows) - 1))])
+    cols = np.nonzero(lung[row])[0]
+    medial = cols.max() if side == "right" else cols.min()
+    lateral = cols.min() if side == "right" else cols.max()
+    base_med = np.array([medial, row + 4.0])
+    base_lat = np.array([medial + rng.uniform(0.35, 0.6) * (lateral - medial), row + 4.0])
+    hilum_row = rows[int(rng.uniform(0.40, 0.55) * (len(rows) - 1))]
+    apex = np.array([medial + 0.15 * (lateral - medial), float(hilum_row)])
+    mask = fill_polygon(np.vstack([apex, base_lat, base_med]), anat.size) & lung
+    if mask.sum() < 20:
+        return None
+    anat.layers["lesion"] += rng.uniform(0.35, 0.5) * soften(mask, 1.5)
+    return mask
+
+
+def _plate_atelectasis(anat: Anatomy, rng, lung: np.ndarray) -> list[np.ndarray]:
+    """One or two thin bands across the lung base (plate-like atelectasis)."""
+    _u, v = anat.frame.uv()
     masks, wanted = [], int(rng.choice([1, 2], p=[0.7, 0.3]))
     zone = lung & (v > 0.55) & (v < 0.92)
     best = None

@@ -1,0 +1,103 @@
+"""What an evidence snapshot was built from, and whether it belongs to this checkout.
+
+The provenance (``provenance.json`` beside the Parquet files) names the code (``git describe`` and
+a hash of the sources that compute numbers), the seeds (the phantom configuration and the map
+sampling seed), each model's weights (file and sha256), the schema version, which steps of the
+demo build the snapshot holds complete, and each table's rows. :func:`check` refuses a snapshot
+whose schema, phantoms or weights differ from this checkout's (never silently wrong).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from ...errors import EvidenceSnapshotError
+from ...store import SCHEMA_VERSION
+
+__all__ = ["PROVENANCE", "check", "code_version", "completed_steps", "read", "sha256", "sources_sha256"]
+
+PROVENANCE = "provenance.json"
+_PACKAGE = Path(__file__).resolve().parents[2]
+#: The parts of cxrxai whose code decides a stored number (the pages and reports only show them).
+NUMERIC_SOURCES = ("data", "explain", "labels.py", "metrics", "models", "pipeline", "postprocess.py",
+                   "stats.py", "store", "validate.py")
+
+
+def sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sources_sha256() -> str:
+    """One sha256 over the path and bytes of every ``.py`` file of :data:`NUMERIC_SOURCES`."""
+    h = hashlib.sha256()
+    for name in NUMERIC_SOURCES:
+        root = _PACKAGE / name
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def code_version() -> str:
+    """``git describe --always --dirty`` of the checkout, else the installed package's version."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=_PACKAGE, capture_output=True,
+                             text=True, timeout=10, check=True)
+        if out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        return f"cxrxai {metadata.version('cxrxai')}"
+    except metadata.PackageNotFoundError:
+        return "unknown (neither a git checkout nor an installed package)"
+
+
+def completed_steps(status: dict | None) -> list[list]:
+    """The steps of a build's plan (``[round, round name, stage, model]``) it completed, from its
+    status file: every one when it finished, else those before the step it stopped at."""
+    if not status or not status.get("plan"):
+        return []
+    plan = status["plan"]
+    if status.get("state") == "finished":
+        return [list(s) for s in plan]
+    return [list(s) for s in plan[: max(0, int(status.get("stage_index") or 1) - 1)]]
+
+
+def read(folder: str | Path) -> dict:
+    """The provenance of the snapshot in ``folder``; :class:`EvidenceSnapshotError` when unreadable."""
+    path = Path(folder) / PROVENANCE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise EvidenceSnapshotError(f"cannot read the evidence snapshot's {path}: {err}") from None
+
+
+def check(prov: dict, *, models_dir: str | Path, phantom_config: dict) -> dict[str, Path | None]:
+    """Whether the snapshot ``prov`` describes belongs here: the same schema version, the same
+    phantom cases (configuration, seed included) and, for each of its models whose weights file is in
+    ``models_dir``, the same weights (sha256). Returns each model's local weights (None where the file
+    is missing: the build trains it, as the planted shortcut's). :class:`EvidenceSnapshotError` says
+    what differs otherwise."""
+    fix = "rebuild the snapshot with `make demo-evidence`, or let the build compute the evidence"
+    if prov.get("schema_version") != SCHEMA_VERSION:
+        raise EvidenceSnapshotError(f"the evidence snapshot has schema version {prov.get('schema_version')}, "
+                                    f"this cxrxai writes {SCHEMA_VERSION}: {fix}")
+    if prov.get("phantom_config") != phantom_config:
+        raise EvidenceSnapshotError(f"the evidence snapshot is of the phantoms {prov.get('phantom_config')}, "
+                                    f"this build renders {phantom_config}: {fix}")
+    local = {}
+    for model_id, weights in sorted(prov.get("models", {}).items()):
+        path = Path(models_dir) / weights["file"]
+        local[model_id] = path if path.is_file() else None
+        if path.is_file() and sha256(path) != weights["sha256"]:
+            raise EvidenceSnapshotError(f"the evidence snapshot's {model_id} has weights sha256 "
+                                        f"{weights['sha256'][:12]}…, {path} has {sha256(path)[:12]}…: {fix}")
+    return local

@@ -1,0 +1,147 @@
+"""The shipped evidence snapshot: every row it ships is recomputed by a check, a seeded sample of them
+recomputes equal from scratch (so a change that alters a shipped number fails until ``make
+demo-evidence`` rebuilds it), a changed number is caught, and a snapshot is imported only into a new
+store whose weights, schema and phantoms are its own; the build then skips what it holds complete."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from cxrxai import paths
+from cxrxai.pipeline.demo import Round
+from cxrxai.pipeline.evidence import (
+    PROVENANCE,
+    SNAPSHOT_META,
+    export_snapshot,
+    import_snapshot,
+    shipped_dir,
+    skip_covered,
+)
+from cxrxai.pipeline.evidence.recompute import CHECKS, differences, recompute, sample, unchecked
+from cxrxai.pipeline.runner import Stage
+from cxrxai.store import open_store, write_store
+
+SNAPSHOT = shipped_dir()
+SEED = 20261125  # the sample: fixed, so the test is deterministic; any seed must pass
+N_ROWS = 4
+
+
+@pytest.fixture(scope="module")
+def prov():
+    return json.loads((SNAPSHOT / PROVENANCE).read_text())
+
+
+def _recomputed(folder, table):
+    rows = sample(folder, table, N_ROWS, SEED)
+    again = recompute(folder, rows, table, models_dir=paths.shipped_models_dir(), data_dir=paths.demo_data_dir())
+    return rows, again
+
+
+def test_every_shipped_row_has_a_check(prov):
+    assert sum(prov["tables"].values()) > 0
+    assert unchecked(SNAPSHOT) == {}
+
+
+@pytest.mark.parametrize("table", sorted(CHECKS))
+def test_a_seeded_sample_of_shipped_rows_recomputes_equal(prov, table):
+    if not prov["tables"].get(table):
+        pytest.skip(f"the snapshot ships no {table} rows")
+    rows, again = _recomputed(SNAPSHOT, table)
+    assert len(rows) == min(N_ROWS, prov["tables"][table])
+    assert differences(rows, again, CHECKS[table].key) == []
+
+
+def test_a_changed_number_fails(tmp_path, prov):
+    copy = tmp_path / "evidence"
+    shutil.copytree(SNAPSHOT, copy)
+    table = "predictions"
+    rows = sample(copy, table, N_ROWS, SEED)
+    shipped = pd.read_parquet(copy / f"{table}.parquet")
+    hit = (shipped.image_id == rows.image_id[0]) & (shipped.label == rows.label[0]) \
+        & (shipped.model_id == rows.model_id[0])
+    shipped.loc[hit, "prob"] = shipped.loc[hit, "prob"] + 1e-3
+    shipped.to_parquet(copy / f"{table}.parquet", index=False)
+    rows, again = _recomputed(copy, table)
+    found = differences(rows, again, CHECKS[table].key)
+    assert len(found) == 1 and "prob" in found[0] and rows.image_id[0] in found[0]
+
+
+def _new_store(tmp_path, prov):
+    store = tmp_path / "new.duckdb"
+    with write_store(store) as w:
+        w.put_dataset("demo", source="test", labels=["Nodule"], config=prov["phantom_config"])
+    return store
+
+
+def test_import_then_export_gives_the_snapshot_back(tmp_path, prov):
+    store = _new_store(tmp_path, prov)
+    with write_store(store) as w:
+        got = import_snapshot(w, SNAPSHOT, models_dir=paths.shipped_models_dir(),
+                              phantom_config=prov["phantom_config"])
+        again = import_snapshot(w, SNAPSHOT, models_dir=paths.shipped_models_dir(),
+                                phantom_config=prov["phantom_config"])
+    assert got["rows"] == {t: n for t, n in prov["tables"].items()}
+    assert "new store only" in again["skipped"]
+    with open_store(store) as s:
+        assert json.loads(s.meta(SNAPSHOT_META))["steps"] == prov["steps"]
+        paths_ = s.models().set_index("model_id").weights_path
+        assert all(str(paths.shipped_models_dir()) in p for p in paths_)
+    out = export_snapshot(store, tmp_path / "out")
+    for table in prov["tables"]:
+        a = pd.read_parquet(SNAPSHOT / f"{table}.parquet")
+        b = pd.read_parquet(tmp_path / "out" / f"{table}.parquet")
+        if table == "meta":
+            a, b = (d[d.key != SNAPSHOT_META].reset_index(drop=True) for d in (a, b))
+        pd.testing.assert_frame_equal(a, b, check_dtype=True)
+    assert out["models"] == prov["models"]
+
+
+def test_a_snapshot_of_other_weights_is_refused(tmp_path, prov):
+    models = tmp_path / "models"
+    shutil.copytree(paths.shipped_models_dir(), models)
+    with open(models / "demo-resnet18.pt", "ab") as f:
+        f.write(b"retrained")
+    store = _new_store(tmp_path, prov)
+    with write_store(store) as w:
+        got = import_snapshot(w, SNAPSHOT, models_dir=models, phantom_config=prov["phantom_config"])
+    assert "demo-resnet18" in got["refused"] and "sha256" in got["refused"]
+    assert "make demo-evidence" in got["refused"]
+    with open_store(store) as s:
+        assert s.table_counts()["predictions"] == 0 and s.meta(SNAPSHOT_META) is None
+
+
+@pytest.mark.parametrize("change", ["schema_version", "phantom_config"])
+def test_a_snapshot_of_another_schema_or_phantoms_is_refused(tmp_path, prov, change):
+    copy = tmp_path / "evidence"
+    shutil.copytree(SNAPSHOT, copy)
+    edited = {**prov, "schema_version": prov["schema_version"] - 1} if change == "schema_version" else {
+        **prov, "phantom_config": {**prov["phantom_config"], "n_images": 100}}
+    (copy / PROVENANCE).write_text(json.dumps(edited))
+    store = _new_store(tmp_path, prov)
+    with write_store(store) as w:
+        got = import_snapshot(w, copy, models_dir=paths.shipped_models_dir(), phantom_config=prov["phantom_config"])
+    assert ("schema version" if change == "schema_version" else "phantoms") in got["refused"]
+
+
+def test_the_build_skips_the_steps_the_snapshot_holds_complete():
+    ran = []
+    stages = tuple(Stage(name, lambda ctx, name=name: ran.append((name, ctx.model.spec.name)) or {})
+                   for name in ("predictions", "maps"))
+    given = Round("first look", stages)
+    rounds = skip_covered([given])
+    meta = json.dumps({"steps": [[1, "first look", "predictions", "a"], [1, "full", "maps", "a"]]})
+    for model in ("a", "b"):
+        ctx = SimpleNamespace(writer=SimpleNamespace(meta=lambda key: meta), model=_model(model))
+        for st in rounds[0].main:
+            st.run(ctx)
+    assert ran == [("maps", "a"), ("predictions", "b"), ("maps", "b")]
+    assert given.main == stages  # the rounds given are left as they were
+
+
+def _model(name):
+    return SimpleNamespace(spec=SimpleNamespace(name=name))
