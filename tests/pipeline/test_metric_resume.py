@@ -73,7 +73,7 @@ def test_a_metric_registered_after_the_build_is_scored_into_the_existing_store_f
         image = s.image(row.image_id)
         truth = np.zeros((int(image["height"]), int(image["width"])), bool)
         assert row[TOY] == pytest.approx(score_map(native_map(stored), truth)[TOY])
-        assert s.localization_missing(model_id=MODEL).empty
+        assert s.localization_missing(model_id=MODEL, source="explainer").empty
 
 
 def test_rescoring_a_store_with_nothing_missing_scores_nothing(store_copy, tiny_model_path):
