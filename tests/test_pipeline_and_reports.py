@@ -236,8 +236,9 @@ def test_explainer_table_keeps_two_settings_of_a_method_apart(tiny_full_store, t
     path = tmp_path / "two.duckdb"
     shutil.copy(tiny_full_store, path)
     with write_store(path) as w, w._cursor() as cur:  # Grad-CAM scored again at a second (made-up) layer
-        cur.execute("INSERT INTO localization SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
-                    "'\"layer\":\"other.') AS params_key) FROM localization WHERE method = 'gradcam'")
+        for table in ("localization", "localization_scores"):
+            cur.execute(f"INSERT INTO {table} SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
+                        f"'\"layer\":\"other.') AS params_key) FROM {table} WHERE method = 'gradcam'")
     with open_store(path) as s:
         t = explainer_table(s, "tiny-densenet121", slice_="all", settings="all")
         layer = json.loads(s.default_settings("tiny-densenet121")["gradcam"])["layer"]
