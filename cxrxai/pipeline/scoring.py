@@ -7,7 +7,8 @@
   ground-truth mask of the training split and a random map, scored the same way.
 * :func:`geometry_stage` — instances, size, elongation, irrectangularity per ground truth.
 
-Each stage computes only what its table lacks (resumable).
+Each stage computes only what its table lacks (resumable; the localization stage per map and
+metric, so a metric registered after a build is scored into its store from the stored maps).
 """
 
 from __future__ import annotations
