@@ -207,13 +207,15 @@ def test_reports_score_an_explainers_default_setting_where_another_has_as_many_r
     shutil.copy(tiny_full_store, path)
     model, other = "tiny-densenet121", '{"a":1}'
     with write_store(path) as w, w._cursor() as cur:
-        cur.execute("INSERT INTO localization SELECT DISTINCT ON (model_id, image_id, label, reader) * REPLACE "
-                    "(? AS params_key, 0.987 AS iou) FROM localization WHERE method = 'occlusion' AND model_id = ?",
-                    [other, model])
+        occlusion = w.table("localization", method="occlusion", model_id=model)
+        w.put_table("localization", occlusion.drop_duplicates(["model_id", "image_id", "label", "reader"])
+                    .assign(params_key=other, iou=0.987))
         default = json.loads(w.meta(f"default_settings:{model}"))["occlusion"]
-        cur.execute("CREATE TEMP TABLE moved AS SELECT * FROM localization WHERE params_key = ?", [default])
-        cur.execute("DELETE FROM localization WHERE params_key = ?", [default])  # the default's rows now come last
-        cur.execute("INSERT INTO localization SELECT * FROM moved")
+        for table in ("localization", "localization_scores"):  # the default's rows now come last
+            cur.execute(f"CREATE TEMP TABLE moved AS SELECT * FROM {table} WHERE params_key = ?", [default])
+            cur.execute(f"DELETE FROM {table} WHERE params_key = ?", [default])
+            cur.execute(f"INSERT INTO {table} SELECT * FROM moved")
+            cur.execute("DROP TABLE moved")
     with open_store(path) as s:
         assert localization_cases(s, model, slice_="all", method="occlusion").params_key.unique().tolist() == [default]
         assert "occlusion 32/16" in set(explainer_ranking(s, model, slice_="all").explainer)
@@ -234,8 +236,9 @@ def test_explainer_table_keeps_two_settings_of_a_method_apart(tiny_full_store, t
     path = tmp_path / "two.duckdb"
     shutil.copy(tiny_full_store, path)
     with write_store(path) as w, w._cursor() as cur:  # Grad-CAM scored again at a second (made-up) layer
-        cur.execute("INSERT INTO localization SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
-                    "'\"layer\":\"other.') AS params_key) FROM localization WHERE method = 'gradcam'")
+        for table in ("localization", "localization_scores"):
+            cur.execute(f"INSERT INTO {table} SELECT * REPLACE (replace(params_key, '\"layer\":\"', "
+                        f"'\"layer\":\"other.') AS params_key) FROM {table} WHERE method = 'gradcam'")
     with open_store(path) as s:
         t = explainer_table(s, "tiny-densenet121", slice_="all", settings="all")
         layer = json.loads(s.default_settings("tiny-densenet121")["gradcam"])["layer"]
