@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "data": BASE,
     "metrics": BASE,
     "models": BASE | {"data", "metrics"},
-    "store": BASE | {"models"},
+    "store": BASE | {"models", "metrics"},  # the metric registry names the localization columns
     "explain": BASE | {"models"},
     "pipeline": BASE | {"data", "metrics", "models", "store", "explain"},
     "summaries": BASE | {"metrics", "store"},

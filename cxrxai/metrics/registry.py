@@ -5,9 +5,10 @@ upsampling to the mask, Otsu segmentation, the probability gate), computes every
 :class:`Metric` from it and returns the segmentation with the scores: the localization stage
 stores those scores, and the explorer draws that very mask beside them (:mod:`cxrxai.present.panel`);
 pages take each metric's label and explanation from here, and ranking/plots read
-``higher_is_better``. Adding a metric is its function plus one :func:`register` call and its
-column in the ``localization`` table (the store refuses unknown columns); see "Add a metric" in
-the README.
+``higher_is_better``. Adding a metric is its function plus one :func:`register` call: the store
+keeps localization scores long (one row per map, reader and metric), reads one column per
+registered metric, and the localization stage scores the metrics an existing store lacks
+(``only=``), without recomputing a map; see "Add a metric" in the README.
 
 >>> import numpy as np
 >>> truth = np.zeros((4, 4), bool); truth[:2, :2] = True
@@ -19,7 +20,7 @@ the README.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -155,12 +156,14 @@ class Segmented:
 
 
 def segment_and_score(native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
-                      threshold: float | None = None) -> Segmented:
+                      threshold: float | None = None, only: Iterable[str] | None = None) -> Segmented:
     """Every registered metric of one native map against one mask (plus ``gt_positive``), and the
-    segmentation they were computed from."""
+    segmentation they were computed from; ``only``: just these metrics (the ones a store lacks
+    when scoring resumes), computing nothing the others alone need."""
+    metrics = list(METRICS.values()) if only is None else [get(name) for name in only]
     scored = Scored(native, truth, prob=prob, threshold=threshold)
     out: dict = {"gt_positive": scored.has_truth}
-    for m in METRICS.values():
+    for m in metrics:
         out[m.name] = float(m.compute(scored)) if scored.has_truth or not m.needs_truth else np.nan
     scored.segmentation.flags.writeable = False  # what is drawn cannot drift from what was scored
     return Segmented(scored.segmentation, out)

@@ -105,59 +105,94 @@ def _reference_readers(masks: dict, label: str) -> dict:
 
 
 def localization_stage(ctx) -> dict:
-    model = ctx.model
-    mid = model.spec.name
+    """Score the model's stored maps against their cases' ground truth, resuming per (map, metric):
+    a map without rows, or scored under another decision than the current thresholds give, gets
+    every registered metric; a map whose rows lack some registered metrics (one registered since)
+    gets those only. Maps are read from the store, never recomputed."""
+    mid = ctx.model.spec.name
     index = ctx.writer.map_index(model_id=mid)
     if index.empty:
         return {"scored": 0}
     done = ctx.writer.table("localization", model_id=mid)
     preds = ctx.writer.prediction_table(mid).set_index(["image_id", "label"])
     index, rescored = _to_score(index, done, preds)
-    if index.empty:
+    work = _work(index, ctx.writer.localization_missing(model_id=mid, source="explainer"))
+    if not work:
         return {"scored": 0, "skipped": len(done)}
-    truths, sizes, problems = truth_by_case(ctx.writer, index.image_id.unique(), stage="localization")
+    truths, sizes, problems = truth_by_case(ctx.writer, {k[0] for k in work}, stage="localization")
     _put_problems(ctx, problems)
     bad = {p["image_id"] for p in problems}
-    rows, n = [], 0
-    for (method, key), group in index.groupby(["method", "params_key"], sort=False):
-        wanted = set(zip(group.image_id, group.label))
+    out = _Batches(ctx, len(work))
+    for method, key in sorted({(k[2], k[3]) for k in work}):
         for stored in ctx.writer.iter_maps(mid, method, key):
-            if (stored.image_id, stored.label) not in wanted or stored.image_id in bad:
+            wanted = work.get((stored.image_id, stored.label, method, key), False)
+            if wanted is False or stored.image_id in bad:
                 continue
-            readers = _reference_readers(truths.get(stored.image_id, {}), stored.label)
-            p = preds.loc[(stored.image_id, stored.label)]
-            native = native_map(stored)
-            size = sizes.get(stored.image_id, native.shape)
-            for reader, mask in readers.items():
-                truth = mask if mask is not None else np.zeros(size, bool)
-                rows.append(
-                    {
-                        "model_id": mid,
-                        "image_id": stored.image_id,
-                        "label": stored.label,
-                        "method": method,
-                        "params_key": key,
-                        "reader": reader,
-                        "prob": float(p["prob"]),
-                        "predicted": bool(p["predicted"]) if pd.notna(p["predicted"]) else None,
-                        **segment_and_score(
-                            native,
-                            truth,
-                            prob=float(p["prob"]),
-                            threshold=float(p["threshold"]) if pd.notna(p["threshold"]) else None,
-                        ).scores,
-                    }
-                )
-            n += 1
-            if len(rows) >= 500:
-                ctx.writer.put_table("localization", pd.DataFrame(rows))
-                rows = []
-                ctx.progress("localization metrics", n, len(index))
-                ctx.maybe_publish()
-    if rows:
-        ctx.writer.put_table("localization", pd.DataFrame(rows))
-    ctx.progress("localization metrics", n, len(index))
-    return {"scored": n, **({"rescored_after_a_threshold_change": rescored} if rescored else {})}
+            masks = truths.get(stored.image_id, {})
+            out.add(_map_rows(stored, key, wanted, masks, sizes, preds.loc[(stored.image_id, stored.label)]))
+    out.flush()
+    topped = sum(w is not None for w in work.values())
+    return {"scored": out.n, **({"rescored_after_a_threshold_change": rescored} if rescored else {}),
+            **({"metrics_added_to_scored_maps": topped} if topped else {})}
+
+
+def _work(index: pd.DataFrame, missing: pd.DataFrame) -> dict:
+    """``{(image_id, label, method, params_key): None}`` for the maps of ``index`` (every metric,
+    every reader), and ``{reader: [metric, ...]}`` for the other maps of ``missing`` (those only)."""
+    work: dict = dict.fromkeys(zip(index.image_id, index.label, index.method, index.params_key))
+    cols = ["image_id", "label", "method", "params_key", "reader", "metric"]
+    for img, label, method, key, reader, metric in missing[cols].itertuples(index=False, name=None):
+        k = (img, label, method, key)
+        if k in work and work[k] is None:
+            continue
+        work.setdefault(k, {}).setdefault(reader, []).append(metric)
+    return work
+
+
+def _map_rows(stored, key: str, wanted: dict | None, masks: dict, sizes: dict, p: pd.Series) -> list[dict]:
+    """The localization rows of one stored map: against each reference reader, every metric with
+    the map's fields (``wanted`` None), or the ``wanted[reader]`` metrics alone."""
+    native = native_map(stored)
+    size = sizes.get(stored.image_id, native.shape)
+    prob = float(p["prob"])
+    threshold = float(p["threshold"]) if pd.notna(p["threshold"]) else None
+    rows = []
+    for reader, mask in _reference_readers(masks, stored.label).items():
+        if wanted is not None and reader not in wanted:
+            continue
+        only = None if wanted is None else wanted[reader]
+        truth = mask if mask is not None else np.zeros(size, bool)
+        scores = segment_and_score(native, truth, prob=prob, threshold=threshold, only=only).scores
+        row = {"model_id": stored.model_id, "image_id": stored.image_id, "label": stored.label,
+               "source": "explainer", "method": stored.method, "params_key": key, "reader": reader}
+        if only is None:
+            predicted = bool(p["predicted"]) if pd.notna(p["predicted"]) else None
+            rows.append({**row, "prob": prob, "predicted": predicted, **scores})
+        else:
+            rows.append({**row, **{name: scores[name] for name in only}})
+    return rows
+
+
+class _Batches:
+    """Localization rows on their way to the store, written every 500 and kept apart by their
+    columns: a row of some metrics must not write NaN over the metrics it does not carry."""
+
+    def __init__(self, ctx, total: int):
+        self.ctx, self.total, self.n, self.rows = ctx, total, 0, {}
+
+    def add(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.rows.setdefault(tuple(row), []).append(row)
+        self.n += 1
+        if sum(map(len, self.rows.values())) >= 500:
+            self.flush()
+            self.ctx.maybe_publish()
+
+    def flush(self) -> None:
+        for rows in self.rows.values():
+            self.ctx.writer.put_table("localization", pd.DataFrame(rows))
+        self.rows = {}
+        self.ctx.progress("localization metrics", self.n, self.total)
 
 
 def _decision_codes(values) -> np.ndarray:
@@ -250,7 +285,8 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
 def reader_stage(ctx) -> dict:
     """Score every second reader against the reference ("gt") as Saporta's human benchmark:
     IoU of the reader's mask, and hit = any of the reader's points inside the reference mask.
-    Rows go to the localization table with source ``reader`` and the reader's name as method; each image at its own size."""
+    Rows go to the localization table with source ``reader`` and the reader's name as method;
+    each image at its own size."""
     mid = ctx.model.spec.name
     ids = set(ctx.writer.images(dataset=ctx.dataset).image_id)
     ann = ctx.writer.annotations()

@@ -16,9 +16,11 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
 from ._audit import AuditQueries
+from ._metric_tables import MetricTableQueries
 from ._roots import with_resolved_paths
-from ._schema import METRIC_TABLES, TABLES
+from ._schema import TABLES
 from ._settings import main_settings
+from ._sql import where as _where
 
 __all__ = ["Queries", "StoredMap"]
 
@@ -61,7 +63,7 @@ _IMAGE_COLUMNS = (
 )
 
 
-class Queries(AuditQueries):
+class Queries(MetricTableQueries, AuditQueries):
     """Read methods (the data audit's in :class:`AuditQueries`); subclasses provide ``_cursor()`` (a context
     manager yielding a cursor)."""
 
@@ -87,7 +89,8 @@ class Queries(AuditQueries):
 
     def has_table(self, table: str) -> bool:
         rows = self._rows(
-            "SELECT 1 FROM information_schema.tables WHERE table_catalog = current_database() AND table_name = ?",
+            "SELECT 1 FROM information_schema.tables "
+            "WHERE table_catalog = current_database() AND table_name = ?",
             [table],
         )
         return bool(rows)
@@ -284,56 +287,14 @@ class Queries(AuditQueries):
         return self._arrow_df(
             f"""SELECT p.image_id, i.dataset, i.split, i.patient_id, i.sex, i.age, i.age_bin, i.view,
                        p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,
-                       CASE WHEN t.threshold IS NULL THEN NULL ELSE (p.prob >= t.threshold)::TINYINT END AS predicted
+                       CASE WHEN t.threshold IS NULL THEN NULL
+                            ELSE (p.prob >= t.threshold)::TINYINT END AS predicted
                 FROM predictions p
                 JOIN images i USING (image_id)
                 LEFT JOIN thresholds t ON t.model_id = p.model_id AND t.label = p.label
                 LEFT JOIN labels l ON l.image_id = p.image_id AND l.label = p.label
                 {where} ORDER BY p.image_id, p.label""",
             params,
-        )
-
-    # ------------------------------------------------------------------ metric tables
-    def table(self, name: str, **filters) -> pd.DataFrame:
-        """Rows of a metric table, filtered by equality on any of its columns; empty if absent."""
-        if name not in METRIC_TABLES:
-            raise UnknownNameError("metric table", name, METRIC_TABLES)
-        if not self.has_table(name):
-            return pd.DataFrame()
-        cols = {
-            r[0]
-            for r in self._rows(
-                "SELECT column_name FROM information_schema.columns "
-                "WHERE table_catalog = current_database() AND table_name = ?",
-                [name],
-            )
-        }
-        legacy = name == "localization" and "source" not in cols  # a store of schema v2, read as it is
-        later = {k: filters.pop(k) for k in ("source", "method") if legacy and k in filters}
-        unknown = set(filters) - cols - ({"source"} if legacy else set())
-        if unknown:
-            raise UnknownNameError("column", sorted(unknown)[0], sorted(cols))
-        where, params = _where(**filters)
-        df = self._df(f"SELECT * FROM {name}{where}", params)
-        if legacy:
-            kind = df["method"].str.extract(r"^(baseline|reader):", expand=False)
-            df.insert(3, "source", kind.fillna("explainer"))
-            df["method"] = df["method"].str.replace(r"^(baseline|reader):", "", regex=True)
-            for k, v in later.items():
-                df = df[df[k] == v].reset_index(drop=True)
-        return df
-
-    def scored_settings(self, name: str, model_id: str) -> pd.DataFrame:
-        """(method, params_key, n rows) of metric table ``name`` for ``model_id``, one aggregate
-        query (a fidelity table carries whole curves per row); empty if the table is absent."""
-        if name not in METRIC_TABLES:
-            raise UnknownNameError("metric table", name, METRIC_TABLES)
-        if not self.has_table(name):
-            return pd.DataFrame(columns=["method", "params_key", "n"])
-        return self._df(
-            f"SELECT method, params_key, count(*) AS n FROM {name} WHERE model_id = ? GROUP BY ALL "
-            "ORDER BY method, params_key",
-            [model_id],
         )
 
     # ------------------------------------------------------------------ maps
@@ -397,13 +358,15 @@ class Queries(AuditQueries):
     ) -> Iterator[StoredMap]:
         """All maps of one method and parameter set, streamed in batches."""
         keys = self._rows(
-            "SELECT image_id, label FROM maps WHERE model_id = ? AND method = ? AND params_key = ? ORDER BY ALL",
+            "SELECT image_id, label FROM maps WHERE model_id = ? AND method = ? AND params_key = ? "
+            "ORDER BY ALL",
             [model_id, method, params_key],
         )
         for start in range(0, len(keys), batch):
             chunk = keys[start:start + batch]
             df = self._df(
-                """SELECT image_id, label, params, target, kind, height, width, "values", seconds, device FROM maps
+                """SELECT image_id, label, params, target, kind, height, width, "values", seconds, device
+                   FROM maps
                    WHERE model_id = ? AND method = ? AND params_key = ? AND list_contains(?, image_id)""",
                 [model_id, method, params_key, sorted({k[0] for k in chunk})],
             )
@@ -412,11 +375,3 @@ class Queries(AuditQueries):
                 yield StoredMap(model_id, r.image_id, r.label, method, json.loads(r.params), r.target, r.kind,
                                 arr, r.seconds, r.device)
 
-
-def _where(prefix: str = "", **filters) -> tuple[str, list]:
-    parts, params = [], []
-    for col, val in filters.items():
-        if val is not None:
-            parts.append(f"{prefix}{col} = ?")
-            params.append(val)
-    return (" WHERE " + " AND ".join(parts)) if parts else "", params

@@ -3,11 +3,22 @@
 A store records its version in ``meta('schema_version')``. Writers migrate older stores
 forward on open; readers refuse stores from a newer version (:class:`SchemaVersionError`) and
 read older ones as they are (a missing table reads as "not computed yet").
+
+Since v6 the localization scores are long (``localization_scores``: one row per scored map,
+reader and metric), so a newly registered metric needs no migration: it is a new ``metric`` name.
 """
 
 from __future__ import annotations
 
-__all__ = ["METRIC_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "TABLES"]
+__all__ = [
+    "LOCALIZATION_FIELDS",
+    "LOCALIZATION_KEY",
+    "METRIC_TABLES",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "WIDE_METRICS",
+]
 
 _V1 = [
     """CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)""",
@@ -59,7 +70,8 @@ _V2 = [
     # upsampled map; pla = the thesis's centre-of-best-cell hit on the native map.
     """CREATE TABLE localization (
         model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, method VARCHAR NOT NULL,
-        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
+        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL,
+        prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
         iou DOUBLE, iou_full DOUBLE, iou_gated DOUBLE, hit DOUBLE, pla DOUBLE, roc_auc DOUBLE, pr_auc DOUBLE,
         ap DOUBLE, pred_area DOUBLE, gt_area DOUBLE,
         PRIMARY KEY (model_id, image_id, label, method, params_key, reader))""",
@@ -82,16 +94,20 @@ _V2 = [
         model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL, method VARCHAR NOT NULL,
         params_key VARCHAR NOT NULL, region INTEGER, faithfulness DOUBLE,
         audc_black DOUBLE, auic_black DOUBLE, audc_random_black DOUBLE, audc_mean DOUBLE, auic_mean DOUBLE,
-        audc_random_mean DOUBLE, audc_diff_black DOUBLE, audc_diff_mean DOUBLE, audc_diff_mean_normalized DOUBLE,
+        audc_random_mean DOUBLE, audc_diff_black DOUBLE, audc_diff_mean DOUBLE,
+        audc_diff_mean_normalized DOUBLE,
         deletion_black FLOAT[], deletion_random_black FLOAT[], insertion_black FLOAT[],
         deletion_mean FLOAT[], deletion_random_mean FLOAT[], insertion_mean FLOAT[],
         PRIMARY KEY (model_id, image_id, label, method, params_key))""",
 ]
 
-_METRIC_COLUMNS = (
-    "prob, gt_positive, predicted, iou, iou_full, iou_gated, hit, pla, roc_auc, pr_auc, ap, pred_area, "
-    "gt_area"
+#: The localization metrics stored as columns of the ``localization`` table from v2 to v5.
+WIDE_METRICS = (
+    "iou", "iou_full", "iou_gated", "hit", "pla", "roc_auc", "pr_auc", "ap", "pred_area", "gt_area"
 )
+#: What a localization row holds besides its key and (until v5) its scores.
+LOCALIZATION_FIELDS = ("prob", "gt_positive", "predicted")
+_METRIC_COLUMNS = ", ".join((*LOCALIZATION_FIELDS, *WIDE_METRICS))
 _V3 = [
     # ``source`` says what was scored: an explainer's map, a baseline (Arun et al.'s average mask,
     # a random map) or a second reader (the human benchmark); ``method`` is its name. Until v2 the
@@ -99,12 +115,14 @@ _V3 = [
     """CREATE TABLE localization_v3 (
         model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL,
         source VARCHAR NOT NULL DEFAULT 'explainer', method VARCHAR NOT NULL,
-        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
+        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL,
+        prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
         iou DOUBLE, iou_full DOUBLE, iou_gated DOUBLE, hit DOUBLE, pla DOUBLE, roc_auc DOUBLE, pr_auc DOUBLE,
         ap DOUBLE, pred_area DOUBLE, gt_area DOUBLE,
         CHECK (source IN ('explainer', 'baseline', 'reader')),
         PRIMARY KEY (model_id, image_id, label, source, method, params_key, reader))""",
-    f"""INSERT INTO localization_v3 (model_id, image_id, label, source, method, params_key, reader, {_METRIC_COLUMNS})
+    f"""INSERT INTO localization_v3 (
+            model_id, image_id, label, source, method, params_key, reader, {_METRIC_COLUMNS})
         SELECT model_id, image_id, label,
                CASE WHEN method LIKE 'baseline:%' THEN 'baseline' WHEN method LIKE 'reader:%' THEN 'reader'
                     ELSE 'explainer' END,
@@ -123,8 +141,9 @@ _V3 = [
 _V4 = [
     """CREATE TABLE shortcut (
         model_id VARCHAR NOT NULL, role VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL,
-        method VARCHAR NOT NULL, params_key VARCHAR NOT NULL, gt_positive BOOLEAN, prob DOUBLE, prob_without DOUBLE,
-        marker_share DOUBLE, lesion_share DOUBLE, zone_area DOUBLE, lesion_area DOUBLE, peak_on_marker BOOLEAN,
+        method VARCHAR NOT NULL, params_key VARCHAR NOT NULL, gt_positive BOOLEAN, prob DOUBLE,
+        prob_without DOUBLE, marker_share DOUBLE, lesion_share DOUBLE, zone_area DOUBLE, lesion_area DOUBLE,
+        peak_on_marker BOOLEAN,
         thumb FLOAT[], thumb_size INTEGER, generator_key VARCHAR, phantom_config VARCHAR,
         CHECK (role IN ('shortcut', 'control')),
         PRIMARY KEY (model_id, image_id, label, method, params_key))"""
@@ -146,7 +165,35 @@ _V5 = [
         CHECK (how IN ('exact', 'alias', 'case', 'unmatched output', 'unmatched label')))""",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+#: Key of a localization row (v3 on): one map, baseline or second reader against one reader.
+LOCALIZATION_KEY = ("model_id", "image_id", "label", "source", "method", "params_key", "reader")
+_KEY = ", ".join(LOCALIZATION_KEY)
+_KEY_DDL = """model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHAR NOT NULL,
+        source VARCHAR NOT NULL DEFAULT 'explainer', method VARCHAR NOT NULL,
+        params_key VARCHAR NOT NULL, reader VARCHAR NOT NULL"""
+
+# Version 6: localization scores long (issue 27), so a newly registered metric is scored into an
+# existing store without a migration. A row of ``localization_scores`` says the metric was scored
+# (``value`` NULL: scored, no value — e.g. a metric that needs a lesion on a case without one);
+# its absence says it was not. Every wide column of v5 becomes rows (NULLs included: v5 scored
+# every metric of a row at once); ``localization`` keeps the per-map fields.
+_V6 = [
+    f"""CREATE TABLE localization_scores (
+        {_KEY_DDL}, metric VARCHAR NOT NULL, value DOUBLE,
+        PRIMARY KEY ({_KEY}, metric))""",
+    f"""INSERT INTO localization_scores ({_KEY}, metric, value)
+        SELECT {_KEY}, metric, value FROM localization
+        UNPIVOT INCLUDE NULLS (value FOR metric IN ({", ".join(WIDE_METRICS)}))""",
+    f"""CREATE TABLE localization_v6 (
+        {_KEY_DDL}, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
+        CHECK (source IN ('explainer', 'baseline', 'reader')),
+        PRIMARY KEY ({_KEY}))""",
+    f"INSERT INTO localization_v6 SELECT {_KEY}, prob, gt_positive, predicted FROM localization",
+    "DROP TABLE localization",
+    "ALTER TABLE localization_v6 RENAME TO localization",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and
@@ -163,6 +210,7 @@ TABLES = (
     "thresholds",
     "maps",
     "localization",
+    "localization_scores",
     "geometry",
     "trust",
     "fidelity",

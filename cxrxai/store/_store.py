@@ -30,10 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SchemaVersionError, StoreError
+from ..metrics.registry import metric_names
 from ..models.spec import ModelSpec
+from ._metric_writes import MetricTableWriter
 from ._queries import Queries
 from ._records import RecordWriter
-from ._schema import METRIC_TABLES, MIGRATIONS, SCHEMA_VERSION
+from ._schema import MIGRATIONS, SCHEMA_VERSION
 from ._staging import clear_leftovers, copy_to_staging, release_lock, take_lock
 
 __all__ = ["Store", "StoreWriter", "open_store", "write_store"]
@@ -144,6 +146,15 @@ class Store(Queries):
             ("label_counts", dataset), lambda: super(Store, self).label_counts(dataset=dataset)
         ).copy()
 
+    def table(self, name: str, **filters) -> pd.DataFrame:
+        """As :meth:`Queries.table`; ``localization`` kept for the last few (filters, registered
+        metrics) of this version (a copy each call): its scores are pivoted from long on every read
+        (~0.5 s at 50 k rows, benchmarks/localization_read.py), and the pages ask it per click."""
+        if name != "localization":
+            return super().table(name, **filters)
+        key = ("table", name, tuple(sorted(filters.items())), tuple(metric_names()))
+        return self._kept(key, lambda: super(Store, self).table(name, **filters)).copy()
+
     def changed(self) -> bool:
         """Whether a writer has published a new version since this view was opened."""
         try:
@@ -175,7 +186,7 @@ def open_store(path: str | Path) -> Store:
     return Store(path)
 
 
-class StoreWriter(RecordWriter, Queries):
+class StoreWriter(MetricTableWriter, RecordWriter, Queries):
     """Writes to the staging copy; obtain one from :func:`write_store`."""
 
     def __init__(self, path: Path, staging: Path):
@@ -227,7 +238,8 @@ class StoreWriter(RecordWriter, Queries):
     def put_dataset(self, dataset: str, *, source: str, labels: list[str], root: str | None = None,
                     description: str | None = None, config: dict | None = None) -> None:
         self._con.execute(
-            "INSERT OR REPLACE INTO datasets (dataset, source, root, description, labels, config) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO datasets (dataset, source, root, description, labels, config) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             [
                 dataset,
                 source,
@@ -304,7 +316,8 @@ class StoreWriter(RecordWriter, Queries):
         )
 
     def put_maps(self, rows: list[dict]) -> int:
-        """Rows with model_id, image_id, label, method, params (dict), target, kind, values (2-D), seconds, device."""
+        """Rows with model_id, image_id, label, method, params (dict), target, kind, values (2-D),
+        seconds, device."""
         if not rows:
             return 0
         df = pd.DataFrame({
@@ -323,33 +336,6 @@ class StoreWriter(RecordWriter, Queries):
             "device": [r.get("device") for r in rows],
         })
         return self._upsert("maps", df, list(df.columns))
-
-    def put_table(self, table: str, df: pd.DataFrame) -> int:
-        """Upsert rows into a metric table (localization, geometry, trust, fidelity); problem rows
-        go through :meth:`put_problems`."""
-        if table not in METRIC_TABLES:
-            raise StoreError(
-                f"put_table writes metric tables only ({', '.join(METRIC_TABLES)}), not {table!r}"
-            )
-        if table == "problems":
-            return self.put_problems(df)
-        known = self._table_columns(table)
-        unknown = [c for c in df.columns if c not in known]
-        if unknown:
-            raise StoreError(
-                f"{table} has no column(s) {unknown}; its columns: {known}. A new metric needs its "
-                "column in the schema (cxrxai/store/_schema.py) — nothing was written"
-            )
-        return self._upsert(table, df, [c for c in known if c in df.columns])
-
-    def _table_columns(self, table: str) -> list[str]:
-        return [
-            r[0]
-            for r in self._con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
-                [table],
-            ).fetchall()
-        ]
 
     # ------------------------------------------------------------------ publishing
     def publish(self) -> None:

@@ -1,5 +1,6 @@
 """Contract tests over every registered localization metric, and the "Add a metric" recipe:
-a new metric is scored by ``score_map`` at once and refused by the store until its column exists."""
+a new metric is scored by ``score_map`` at once and stored without a migration (the store keeps
+localization scores long), and refused by the store once unregistered."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_every_metric_has_a_localization_column_and_an_explanation(tmp_path):
         assert m.help and m.reference and m.label
 
 
-def test_a_new_metric_is_scored_at_once_and_refused_by_the_store_until_its_column_exists(tmp_path):
+def test_a_new_metric_is_scored_at_once_and_stored_without_a_migration_and_refused_once_unregistered(tmp_path):
     register(Metric("peak", "Peak value", lambda s: float(s.upsampled.max()), "ranking", "the map's maximum",
                     "a test", higher_is_better=None, needs_truth=False))
     try:
@@ -92,9 +93,13 @@ def test_a_new_metric_is_scored_at_once_and_refused_by_the_store_until_its_colum
         row = pd.DataFrame([{"model_id": "m", "image_id": "i", "label": "A", "method": "gradcam", "params_key": "{}",
                              "reader": "gt", **scored}])
         with write_store(tmp_path / "s.duckdb") as w:
-            with pytest.raises(StoreError, match=r"no column\(s\) \['peak'\]"):
-                w.put_table("localization", row)
-            assert w.put_table("localization", row.drop(columns="peak")) == 1
+            assert w.put_table("localization", row) == 1
+            assert w.table("localization")["peak"].tolist() == [scored["peak"]]
     finally:
         unregister("peak")
     assert "peak" not in score_map(np.eye(8), _lesion())
+    with write_store(tmp_path / "s.duckdb") as w:
+        assert "peak" not in w.table("localization")
+        with pytest.raises(StoreError, match=r"no column\(s\) \['peak'\]"):
+            w.put_table("localization", row)
+        assert w.put_table("localization", row.drop(columns="peak")) == 1
