@@ -25,16 +25,26 @@ def need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | 
     return df
 
 
+def _never_scored(df: pd.DataFrame, store: Store, model_id: str, name: str) -> bool:
+    """Whether metric ``name`` has no value in ``df`` because the store never scored it (a metric
+    registered after the maps were scored: the store lists its (row, metric) pairs as missing)."""
+    if name not in df.columns:
+        return True
+    if df[name].notna().any():
+        return False
+    return name in set(store.localization_missing(model_id=model_id).get("metric", []))
+
+
 def require_metrics(df: pd.DataFrame, store: Store, model_id: str, *metrics: str) -> pd.DataFrame:
-    """``df`` if it has a column for each of ``metrics``, else a :class:`StoreError` saying which
-    metric the store has no scores of (one registered after its maps were scored) and how to score it."""
+    """``df`` if the store has scored each of ``metrics``, else a :class:`StoreError` saying which
+    metric it has no scores of (one registered after its maps were scored) and how to score it."""
     for name in metrics:
-        if name not in df.columns:
+        if _never_scored(df, store, model_id, name):
             what = f"{metric_registry.label(name)} ({name})"
             raise StoreError(
-                f"model {model_id!r} has no {what} scores: table localization holds the metrics "
-                f"scored when its maps were scored, and {name!r} is not among them; "
-                + fill_hint(store, "localization", model_id)
+                f"model {model_id!r} has no {what} scores: the metric was registered after its maps "
+                "were scored; the localization stage scores it from the stored maps (no map "
+                "recomputed): " + fill_hint(store, "localization", model_id)
             )
     return df
 
