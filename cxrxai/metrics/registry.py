@@ -91,7 +91,9 @@ class Scored:
 @dataclass(frozen=True)
 class Metric:
     """A stored localization metric: ``compute(scored) -> float``; ``needs_truth`` metrics are NaN
-    when the mask is empty; ``higher_is_better`` is ``None`` for descriptive numbers (areas)."""
+    when the mask is empty; ``higher_is_better`` is ``None`` for descriptive numbers (areas);
+    ``views`` (names of :data:`VIEWS`) are where it is shown: every report, table, chart and picker
+    of a view lists the metrics :func:`metric_names` gives for it (none: stored, shown nowhere)."""
 
     name: str
     label: str
