@@ -1,5 +1,6 @@
 """Streamlit caches over the store and the models, keyed by the store path and its published
-version (``Store.published``), so a store republished by a running precompute is picked up on the next rerun."""
+version (``Store.published``), so a store republished by a running precompute is picked up on the
+next rerun."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def current_store() -> Store | None:
         _open.clear()
         st.error(f"{err}")
         st.info(
-            "Build the demo store with `make app` (or `python -m cxrxai demo`), or pick another store in the sidebar."
+            "Build the demo store with `make app` (or `python -m cxrxai demo`), or pick another store in "
+            "the sidebar."
         )
         return None
 

@@ -290,11 +290,13 @@ def _scores(score: PanelScore) -> None:
     """The numbers the panel's segmentation was scored with (none for a map that was not scored)."""
     if not score.scores:
         return
-    for col, name in zip(st.columns(3), ("iou", "hit", "roc_auc")):
+    names = metrics.metric_names(view="cases")
+    for col, name in zip(st.columns(len(names)), names):
         metric, value = metrics.get(name), score.scores[name]
-        shown = "—" if np.isnan(value) else ("yes" if value else "no") if name == "hit" else f"{value:.3f}"
+        yes_no, segmented = metric.category == "pointing", metric.category == "overlap"
+        shown = "—" if np.isnan(value) else ("yes" if value else "no") if yes_no else f"{value:.3f}"
         why = "" if not np.isnan(value) else " (no segmentation: see the caption above)" if (
-            name == "iou" and score.mask is None) else " (no lesion of this finding on this image)"
+            segmented and score.mask is None) else " (no lesion of this finding on this image)"
         col.metric(
             metric.label,
             shown,

@@ -4,6 +4,9 @@ benchmark comparison when a second reader exists (Saporta Fig. 2)."""
 
 import streamlit as st
 
+from cxrxai import reports
+from cxrxai.metrics.registry import get as get_metric
+from cxrxai.metrics.registry import metric_names
 from cxrxai.present import film, viz
 from pages import _common as ui
 
@@ -19,20 +22,21 @@ slice_ = st.radio(
 every = st.checkbox(
     "Include the occlusion sweep's other patch/stride settings (few cases each)", key="bench_every"
 )
-table = ui.try_report(store, "explainers", model_id, slice_=slice_, settings="all" if every else "main")
+table = ui.try_report(store, "explainers", model_id, slice_=slice_,
+                      settings="all" if every else "main")
 if table is not None and not table.empty:
-    value = st.radio("Heat map of", ["auc", "iou", "pla", "hit"], horizontal=True, key="bench_value")
+    value = ui.metric_select(metric_names(view="table1"), key="bench_value", label="Heat map of",
+                             horizontal=True)
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
     ui.table(table)
     ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench", store=store)
-    st.caption(
-        "IoU after CheXlocalize's Otsu pipeline; PLA = the thesis's point localization (centre of the most "
-        "important cell); AUC = ROC AUC of map vs mask pixels. Only positive attributions count."
-    )
+    st.caption("; ".join(f"{get_metric(n).label}: {get_metric(n).help}" for n in metric_names(view="table1"))
+               + ". Only positive attributions count.")
 
 st.subheader("Which explainer finds the lesion")
 c1, c2 = st.columns(2)
-rank_metric = ui.metric_select(["iou", "hit", "roc_auc"], key="rank_metric", container=c1, horizontal=True)
+rank_metric = ui.metric_select(reports.metric_choices("explainer-ranking"), key="rank_metric", container=c1,
+                               horizontal=True)
 rank_slice = c2.radio("Cases", ["positive", "true_positive"], horizontal=True, key="rank_slice",
                       format_func={"true_positive": "true positives", "positive": "all positives"}.get)
 ranking = ui.try_report(store, "explainer-ranking", model_id, metric=rank_metric, slice_=rank_slice)
@@ -51,12 +55,13 @@ if summary is not None and not summary.empty:
     cases = ui.shortcut_cases(str(store.path), ui.version(store))
     finding = cases.label.iloc[0]
     st.caption(
-        f"A ResNet-18 fine-tuned on phantoms where a ring marker goes with {finding} (on 90 % of positives, "
-        f"5 % of negatives) against its control, the same network before fine-tuning. Both are explained on "
-        f"the same {len(cases)} test cases rendered with the marker ({int(cases.gt_positive.sum())} "
-        f"{finding} positives, {int((~cases.gt_positive).sum())} negatives). Removing the marker from the "
-        "same image shows what each model uses; an explainer that shows the shortcut puts more of its mass "
-        "on the marker under the shortcut model than under the control."
+        f"A ResNet-18 fine-tuned on phantoms where a ring marker goes with {finding} (on 90 % of "
+        f"positives, 5 % of negatives) against its control, the same network before fine-tuning. Both "
+        f"are explained on the same {len(cases)} test cases rendered with the marker "
+        f"({int(cases.gt_positive.sum())} {finding} positives, {int((~cases.gt_positive).sum())} "
+        "negatives). Removing the marker from the same image shows what each model uses; an explainer "
+        "that shows the shortcut puts more of its mass on the marker under the shortcut model than "
+        "under the control."
     )
     reliance = ui.try_report(store, "shortcut-reliance", model_id)
     if reliance is not None:
@@ -70,8 +75,8 @@ if summary is not None and not summary.empty:
         key="shortcut_case",
         format_func=lambda i: (
             lambda r: (
-                f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: shortcut model "
-                f"{r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}"
+                f"{i} · {'positive' if r.gt_positive else 'negative'} · shift with the marker: "
+                f"shortcut model {r.shift_shortcut:+.2f}, control {r.shift_control:+.2f}"
             )
         )(cases.set_index("image_id").loc[i]),
     )
@@ -92,7 +97,8 @@ if sweep is not None and not sweep.empty:
 
 st.subheader("Localization per finding (95% bootstrap CI)")
 c1, c2 = st.columns(2)
-metric = ui.metric_select(["iou", "hit"], key="loc_metric", container=c1, horizontal=True)
+metric = ui.metric_select(reports.metric_choices("localization"), key="loc_metric", container=c1,
+                          horizontal=True)
 method = ui.explainer_select(store, model_id, key="loc_method", container=c2)
 loc = ui.try_report(store, "localization", model_id, metric=metric, method=method)
 if loc is not None:

@@ -13,6 +13,8 @@ from cxrxai import summaries
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
+from cxrxai.metrics.registry import get as get_metric
+from cxrxai.metrics.registry import metric_names
 from pages import _common as ui
 from pages import _multi, _viewer
 
@@ -63,11 +65,11 @@ with st.expander("Filters", expanded=True):
     ages = c3.multiselect("Age bin", AGE_BINS, key=ui.kept("f_age", [], allowed=AGE_BINS))
     outcomes = c4.multiselect("Outcome", OUTCOMES, key=ui.kept("f_outcome", [], allowed=OUTCOMES),
                               help="TP/FN: the finding is present; FP/TN: absent (at the stored threshold)")
-    c5, c6 = st.columns(2)
+    c5, c6, c7 = st.columns(3)
     prob_range = c5.slider("Model probability", 0.0, 1.0, step=0.01, key=ui.kept("f_prob", (0.0, 1.0)))
-    iou_range = c6.slider(
-        "Grad-CAM IoU (positive cases)", 0.0, 1.0, step=0.01, key=ui.kept("f_iou", (0.0, 1.0))
-    )
+    score = ui.metric_select(metric_names(view="cases"), key="f_metric", container=c6, label="Score")
+    score_range = c7.slider(f"Grad-CAM {get_metric(score).label} (positive cases)", 0.0, 1.0, step=0.01,
+                            key=ui.kept("f_score", (0.0, 1.0)))
     if pairs:
         st.caption(f"Showing exactly the {len(pairs)} (image, finding) pairs selected on another page"
                    + ("." if ui.pairs_to_url(pairs) else f" (over {ui.URL_PAIRS}: too many for the URL, "
@@ -77,10 +79,11 @@ with st.expander("Filters", expanded=True):
             st.rerun()
 
 view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages, outcomes=outcomes,
-                              prob_range=prob_range, metric="iou", metric_range=iou_range, pairs=pairs)
+                              prob_range=prob_range, metric=score, metric_range=score_range, pairs=pairs)
 of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding).sum())} {finding} cases"
 st.caption(f"{len(view)} of {of} ({split} split)")
-columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view", "iou", "hit", "roc_auc"]
+columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view",
+           *metric_names(view="cases")]
 event = ui.table(
     view[columns],
     why="—: no threshold stored, no localization score (a negative case or no map), "

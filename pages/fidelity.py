@@ -31,7 +31,8 @@ with c1:
         f"Faithfulness correlation {viz.value_text(row.faithfulness, flat)} · AUDCdiff black "
         f"{viz.value_text(row.audc_diff_black, 'not computed')}, mean image "
         f"{viz.value_text(row.audc_diff_mean, 'not computed')} (normalised "
-        f"{viz.value_text(row.audc_diff_mean_normalized, 'not defined: the mean-image deletion curve ends where it starts')})"
+        + viz.value_text(row.audc_diff_mean_normalized,
+                         "not defined: the mean-image deletion curve ends where it starts") + ")"
     )
 with c2:
     mean = st.radio(

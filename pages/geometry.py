@@ -5,6 +5,7 @@ opens those cases in the explorer."""
 import streamlit as st
 
 from cxrxai import reports, stats
+from cxrxai.metrics.registry import metric_names
 from cxrxai.present import viz
 from pages import _common as ui
 
@@ -24,7 +25,7 @@ if reg is not None and not reg.empty:
         "Feature", ["size", "elongation", "irrectangularity", "instances"], key="geo_feature"
     )
     outcome = ui.metric_select(
-        ["iou", "hit"], key="geo_outcome", container=c2, label="Outcome", horizontal=True
+        metric_names(view="geometry"), key="geo_outcome", container=c2, label="Outcome", horizontal=True
     )
     event = ui.chart(viz.regression_scatter(df, feature, outcome, line=stats.ols_line(df, outcome, feature)),
                      key="geo_scatter", select=True)
@@ -38,7 +39,7 @@ if reg is not None and not reg.empty:
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
 metric = ui.metric_select(
-    ["iou_gated", "iou_full", "hit"],
+    reports.metric_choices("confidence"),
     key="conf_metric",
     label="Localization (full dataset, "
     "Saporta Table 2: every precomputed image; negatives score 0 when segmented)",

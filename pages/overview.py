@@ -1,5 +1,5 @@
-"""Overview: what the store holds — datasets, what cxrxai did to their data, cohort, labels, models, AUROC and
-thresholds."""
+"""Overview: what the store holds — datasets, what cxrxai did to their data, cohort, labels, models,
+AUROC and thresholds."""
 
 import pandas as pd
 import streamlit as st
@@ -79,7 +79,8 @@ if model_id is None:
 spec = store.model_spec(model_id)
 st.markdown(
     f"**{spec.arch}** · input {spec.input_size} px · explains the **{spec.explained_output}** · "
-    f"Grad-CAM layer `{spec.cam_layer}` · normalisation: {spec.card.get('normalization', 'mean/std ' + str(spec.mean))}"
+    f"Grad-CAM layer `{spec.cam_layer}` · normalisation: "
+    f"{spec.card.get('normalization', 'mean/std ' + str(spec.mean))}"
 )
 if spec.card.get("description"):
     st.caption(spec.card["description"])

@@ -5,6 +5,7 @@ reason: which dataset lacks the value, where it was looked for, and how to suppl
 
 import streamlit as st
 
+from cxrxai import reports
 from cxrxai.present import viz
 from pages import _common as ui
 
@@ -75,7 +76,7 @@ if under is not None:
 st.subheader("Explanation quality by subgroup")
 c1, c2 = st.columns(2)
 method = ui.explainer_select(store, model_id, key="sub_method", container=c1)
-metric = ui.metric_select(["roc_auc", "iou", "hit"], key="sub_metric", container=c2)
+metric = ui.metric_select(reports.metric_choices("explanation-auc-subgroups"), key="sub_metric", container=c2)
 expl_by = by if len(by) == 1 else ["sex"]
 expl = ui.try_report(store, "explanation-auc-subgroups", model_id, by=expl_by[0], method=method,
                      metric=metric)

@@ -78,7 +78,7 @@ def test_explainer_report_has_every_explainer(store):
     assert {"gradcam", "gradcam++"} <= set(t.explainer)
     # only explainers: the second reader and the baselines have their own source, not rows of Table 1
     assert {e.split(" ")[0] for e in t.explainer} == {"gradcam", "gradcam++", "gradientshap", "ig", "occlusion"}
-    assert t.auc.dropna().between(0, 1).all()
+    assert t.roc_auc.dropna().between(0, 1).all()
     # thesis Table 1: one setting per method (occlusion 32/16); the sweep's only with settings="all"
     assert sorted(e for e in t.explainer.unique() if e.startswith("occlusion")) == ["occlusion 32/16"]
     every = run_report(store, "explainers", "tiny-densenet121", slice_="positive", settings="all")

@@ -11,8 +11,8 @@ from cxrxai.present import viz
 
 def test_heatmap_cells_show_n_and_grey_out_small_or_missing_ones():
     t = pd.DataFrame({"explainer": ["a", "a", "b", "b"], "label": ["X", "Y", "X", "Y"], "n": [12, 3, 0, 20],
-                      "auc": [0.7, 0.6, np.nan, np.nan]})
-    fig = viz.explainer_heatmap(t)
+                      "roc_auc": [0.7, 0.6, np.nan, np.nan]})
+    fig = viz.explainer_heatmap(t, "roc_auc")
     main, grey = fig.data
     assert main.text.tolist() == [["0.7<br>n=12", "0.6<br>n=3"], ["no case", "not defined<br>for its n=20"]]
     assert np.isnan(np.asarray(main.z, float)).tolist() == [[False, True], [True, True]]
@@ -21,9 +21,9 @@ def test_heatmap_cells_show_n_and_grey_out_small_or_missing_ones():
 
 
 def test_heatmap_n_counts_the_cases_with_that_metric():
-    t = pd.DataFrame({"explainer": ["a", "a"], "label": ["X", "Y"], "n": [12, 12], "n_auc": [4, 11],
-                      "auc": [0.7, 0.6], "iou": [0.2, 0.3]})
-    auc, iou = viz.explainer_heatmap(t, "auc").data[0], viz.explainer_heatmap(t, "iou").data[0]
+    t = pd.DataFrame({"explainer": ["a", "a"], "label": ["X", "Y"], "n": [12, 12], "n_roc_auc": [4, 11],
+                      "roc_auc": [0.7, 0.6], "iou": [0.2, 0.3]})
+    auc, iou = viz.explainer_heatmap(t, "roc_auc").data[0], viz.explainer_heatmap(t, "iou").data[0]
     assert auc.text.tolist() == [["0.7<br>n=4", "0.6<br>n=11"]]  # 8 of X's 12 maps have no AUC: greyed
     assert np.isnan(np.asarray(auc.z, float)).tolist() == [[True, False]]
     assert iou.text.tolist() == [["0.2<br>n=12", "0.3<br>n=12"]]

@@ -179,12 +179,16 @@ def _score(args) -> int:
 
 
 def _add_report(p: argparse.ArgumentParser) -> None:
-    from ..reports import REPORTS
+    from ..reports import REPORTS, metric_choices
+
+    def described(k: str) -> str:  # a report's metric choices come from the metric registry
+        choices = metric_choices(k)
+        return f"{k}: {REPORTS[k].reproduces}" + (f" (metric: {', '.join(choices)})" if choices else "")
 
     p.add_argument(
         "name",
         choices=sorted(REPORTS),
-        help="; ".join(f"{k}: {r.reproduces}" for k, r in REPORTS.items()).replace("%", "%%"),
+        help="; ".join(described(k) for k in REPORTS).replace("%", "%%"),
     )
     p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
     p.add_argument("--model", default=None, help="model id (default: the store's first model)")

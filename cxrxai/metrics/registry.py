@@ -32,10 +32,23 @@ from .localization import coarse_pointing_game, iou, pointing_game, probability_
 from .otsu import otsu_from_sorted
 from .ranking import ranking_from_sorted
 
-__all__ = ["CATEGORIES", "METRICS", "Metric", "Scored", "Segmented", "get", "metric_names", "register",
-           "score_map", "segment_and_score", "unregister"]
+__all__ = ["CATEGORIES", "METRICS", "VIEWS", "Metric", "Scored", "Segmented", "get", "label", "metric_names",
+           "register", "score_map", "segment_and_score", "unregister"]
 
 CATEGORIES = ("overlap", "pointing", "ranking", "area")
+#: Where a metric is shown (a metric declares its views; every table, chart and picker of a view
+#: takes its list from :func:`metric_names`): the view → what shows it.
+VIEWS = {
+    "table1": "thesis Table 1 (report explainers): mean, sd and n per explainer × finding; its heat map",
+    "ranking": "report explainer-ranking (which explainer finds the lesion) and its picker",
+    "sweep": "report occlusion-sweep (thesis Fig. 3, Table S4) and its chart",
+    "localization": "reports localization and human-benchmark (Saporta Fig. 2) and their picker",
+    "subgroups": "report explanation-auc-subgroups (thesis Fig. 5) and its picker",
+    "geometry": "report geometry (Saporta Table 1): each one regressed on lesion geometry; the scatter",
+    "confidence": "report confidence (Saporta Table 2) and its picker",
+    "utility": "report trust: Arun et al.'s utility criterion (map vs the average mask)",
+    "cases": "the explorer's case table (summaries.case_table), its filter and a panel's scores",
+}
 
 
 class Scored:
@@ -81,7 +94,9 @@ class Scored:
 @dataclass(frozen=True)
 class Metric:
     """A stored localization metric: ``compute(scored) -> float``; ``needs_truth`` metrics are NaN
-    when the mask is empty; ``higher_is_better`` is ``None`` for descriptive numbers (areas)."""
+    when the mask is empty; ``higher_is_better`` is ``None`` for descriptive numbers (areas);
+    ``views`` (names of :data:`VIEWS`) are where it is shown: every report, table, chart and picker
+    of a view lists the metrics :func:`metric_names` gives for it (none: stored, shown nowhere)."""
 
     name: str
     label: str
@@ -92,10 +107,14 @@ class Metric:
     higher_is_better: bool | None = True
     needs_truth: bool = True
     conventions: tuple[str, ...] = ()
+    views: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.category not in CATEGORIES:
             raise UnknownNameError("metric category", self.category, CATEGORIES)
+        for view in self.views:
+            if view not in VIEWS:
+                raise UnknownNameError("metric view", view, VIEWS)
 
 
 METRICS: dict[str, Metric] = {}
@@ -118,8 +137,17 @@ def get(name: str) -> Metric:
     return METRICS[name]
 
 
-def metric_names(*, category: str | None = None) -> list[str]:
-    return [m.name for m in METRICS.values() if category is None or m.category == category]
+def metric_names(*, category: str | None = None, view: str | None = None) -> list[str]:
+    """The registered metrics (in registration order) of ``category`` and shown in ``view``."""
+    if view is not None and view not in VIEWS:
+        raise UnknownNameError("metric view", view, VIEWS)
+    return [m.name for m in METRICS.values()
+            if (category is None or m.category == category) and (view is None or view in m.views)]
+
+
+def label(name: str) -> str:
+    """What a reader sees for column ``name``: a registered metric's label, else the name itself."""
+    return METRICS[name].label if name in METRICS else name
 
 
 @dataclass(frozen=True)
@@ -166,6 +194,7 @@ for _m in (
         SAPORTA,
         needs_truth=False,
         conventions=("true_positive",),
+        views=("table1", "ranking", "sweep", "localization", "subgroups", "geometry", "cases"),
     ),
     Metric(
         "iou_full",
@@ -176,6 +205,7 @@ for _m in (
         SAPORTA,
         needs_truth=False,
         conventions=("full",),
+        views=("confidence",),
     ),
     Metric(
         "iou_gated",
@@ -186,6 +216,7 @@ for _m in (
         SAPORTA,
         needs_truth=False,
         conventions=("full", "probability_gate"),
+        views=("confidence",),
     ),
     Metric(
         "pred_area",
@@ -214,6 +245,7 @@ for _m in (
         "pointing",
         "pointing game: 1 when the map's maximum lies inside the ground truth",
         SAPORTA,
+        views=("table1", "ranking", "localization", "subgroups", "geometry", "confidence", "cases"),
     ),
     Metric(
         "pla",
@@ -223,6 +255,7 @@ for _m in (
         "the thesis's point localization: the centre pixel of the map's most important cell lies in the "
         "lesion",
         THESIS,
+        views=("table1", "sweep"),
     ),
     Metric(
         "roc_auc",
@@ -231,6 +264,7 @@ for _m in (
         "ranking",
         "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)",
         THESIS,
+        views=("table1", "ranking", "sweep", "subgroups", "cases"),
     ),
     Metric(
         "pr_auc",
@@ -240,6 +274,7 @@ for _m in (
         "area under the pixel precision–recall curve (trapezoidal)",
         ARUN,
         conventions=("trapezoid",),
+        views=("utility",),
     ),
     Metric(
         "ap",
@@ -249,6 +284,7 @@ for _m in (
         "average precision of the pixel ranking",
         ARUN,
         conventions=("average_precision",),
+        views=("utility",),
     ),
 ):
     register(_m)

@@ -14,8 +14,11 @@ from ..labels import NO_FINDING
 from ..metrics import fairness
 from ..store import Store
 from ..summaries import prediction_table
+from ._cases import localization_cases, require_metrics
+from ._registry import report
 
-__all__ = ["metric_by_subgroup", "no_group_reason", "require_groups", "subgroup_tpr", "underdiagnosis"]
+__all__ = ["explanation_auc_by_subgroup", "metric_by_subgroup", "no_group_reason", "require_groups",
+           "subgroup_tpr", "underdiagnosis"]
 
 #: Grouping column → the image field it is made from.
 _FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view"}
@@ -70,6 +73,7 @@ def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what:
                      + "; ".join(no_group_reason(store, ids, c) for c in lacking))
 
 
+@report("subgroup-tpr", "thesis Fig. 2: TPR per finding by sex / age bin")
 def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
                  split: str | None = None) -> pd.DataFrame:
     """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n.
@@ -87,6 +91,7 @@ def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci
     return fairness.subgroup_rates(table, by, ci=ci)
 
 
+@report("underdiagnosis", "Seyyed-Kalantari et al.: No Finding FPR / FNR by group")
 def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None
                    ) -> pd.DataFrame:
     """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split`` as
@@ -111,6 +116,19 @@ def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", 
     require_groups(store, nf.dropna(subset=["predicted", "ground_truth"]), by,
                    f"model {model_id!r}'s No Finding under/overdiagnosis")
     return fairness.underdiagnosis(table, by)
+
+
+@report("explanation-auc-subgroups", "thesis Fig. 5: explanation AUC by subgroup", view="subgroups")
+def explanation_auc_by_subgroup(store: Store, model_id: str, *, by: str = "sex", method: str = "occlusion",
+                                metric: str = "roc_auc") -> pd.DataFrame:
+    """Thesis Fig. 5: explanation AUC (or another metric of the ``subgroups`` view) of true positives
+    per finding and subgroup; a group of the scored cases without a true positive is shown with
+    n = 0 and a note saying why."""
+    cases = localization_cases(store, model_id, slice_="true_positive", method=method)
+    scored = localization_cases(store, model_id, slice_="all", method=method)
+    what = f"model {model_id!r}'s explanation {metric} of {method!r} by subgroup (true positives)"
+    require_metrics(cases, store, model_id, metric)
+    return metric_by_subgroup(store, cases, scored, metric, by, what)
 
 
 def metric_by_subgroup(store: Store, cases: pd.DataFrame, scored: pd.DataFrame, metric: str, by: str,

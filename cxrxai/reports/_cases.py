@@ -1,0 +1,124 @@
+"""What every localization report reads: the scored cases of one model (one setting per method, a
+slice of them) with demographics, and a typed error when the store lacks what a report needs (rows,
+or a metric registered after the store was scored)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..errors import StoreError, UnknownNameError
+from ..metrics import registry as metric_registry
+from ..store import Store, main_rows
+from ..summaries import fill_hint
+from ..summaries.cases import with_metrics
+
+__all__ = ["localization_cases", "need", "require_metrics", "second_readers", "with_metrics"]
+
+SLICES = ("true_positive", "positive", "all")
+
+
+def need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | None = None) -> pd.DataFrame:
+    """``df`` if it has rows, else a :class:`StoreError` naming what is missing and its command."""
+    if df.empty:
+        whose = f"model {model_id!r} has" if model_id else "the store has"
+        raise StoreError(f"{whose} no {what} yet (table {table}); {fill_hint(store, table, model_id)}")
+    return df
+
+
+def _never_scored(df: pd.DataFrame, store: Store, model_id: str, name: str) -> bool:
+    """Whether metric ``name`` has no value in ``df`` because the store never scored it (a metric
+    registered after the maps were scored: the store lists its (row, metric) pairs as missing)."""
+    if name not in df.columns:
+        return True
+    if df[name].notna().any():
+        return False
+    return name in set(store.localization_missing(model_id=model_id).get("metric", []))
+
+
+def require_metrics(df: pd.DataFrame, store: Store, model_id: str, *metrics: str) -> pd.DataFrame:
+    """``df`` if the store has scored each of ``metrics``, else a :class:`StoreError` saying which
+    metric it has no scores of (one registered after its maps were scored) and how to score it."""
+    for name in metrics:
+        if _never_scored(df, store, model_id, name):
+            what = f"{metric_registry.label(name)} ({name})"
+            raise StoreError(
+                f"model {model_id!r} has no {what} scores: the metric was registered after its maps "
+                "were scored; the localization stage scores it from the stored maps (no map "
+                "recomputed): " + fill_hint(store, "localization", model_id)
+            )
+    return df
+
+
+def _scored(store: Store, model_id: str, reader: str, source: str) -> pd.DataFrame:
+    loc = store.table("localization", model_id=model_id, reader=reader)
+    loc = loc[loc.source == source] if not loc.empty else loc
+    if loc.empty:
+        readers = sorted(set(store.table("localization", model_id=model_id).get("reader", [])))
+        if readers:
+            raise StoreError(
+                f"model {model_id!r} has no localization metrics against reader {reader!r} "
+                f"(table localization has readers {', '.join(readers)}); choose reader= one of them"
+            )
+        need(loc, store, "localization metrics", "localization", model_id)
+    return loc
+
+
+def _of_method(store: Store, model_id: str, loc: pd.DataFrame, method: str) -> pd.DataFrame:
+    have = sorted(loc.method.unique())
+    loc = loc[loc.method == method]
+    if loc.empty:
+        hint = fill_hint(store, "localization", model_id, method=method)
+        raise StoreError(
+            f"model {model_id!r} has no localization metrics for explainer {method!r} (table "
+            f"localization has {', '.join(have)}); " + hint.replace("gradcam,gradcam++", method)
+        )
+    return loc
+
+
+def _sliced(loc: pd.DataFrame, slice_: str) -> pd.DataFrame:
+    if slice_ == "true_positive":
+        # nullable: NA counts as not predicted
+        return loc[loc.gt_positive & (loc.predicted == True)]  # noqa: E712
+    if slice_ == "positive":
+        return loc[loc.gt_positive]
+    if slice_ != "all":
+        raise UnknownNameError("slice", slice_, SLICES)
+    return loc
+
+
+def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice_: str = "true_positive",
+                       method: str | None = None, params_key: str | None = None, source: str = "explainer"
+                       ) -> pd.DataFrame:
+    """Per-case localization rows joined with demographics, parameters and geometry.
+
+    One setting per method: ``params_key``, by default the method's default (occlusion 32/16, not the
+    sweep's), else its most scored, so no case counts twice; ``params_key="*"`` keeps every setting.
+
+    ``slice_``: ``true_positive`` (ground truth positive and the model predicted it: the
+    thesis's TP cases), ``positive`` (ground truth positive: Saporta's true-positive slice of
+    segmentations), or ``all``. ``source``: what was scored — ``explainer`` maps (default),
+    ``baseline`` maps (Arun et al.'s average mask, random) or a second ``reader`` (human benchmark).
+    """
+    loc = _scored(store, model_id, reader, source)
+    if method is not None:
+        loc = _of_method(store, model_id, loc, method)
+    if params_key is None:  # chosen on every case, not the slice, so every report scores the same setting
+        loc = main_rows(loc, store.default_settings(model_id))
+    elif params_key != "*":
+        loc = loc[loc.params_key == params_key]
+    loc = _sliced(loc, slice_)
+    if loc.empty:
+        raise StoreError(
+            f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
+            + (f" of {method!r}" if method else "")
+            + " (table localization); choose slice=positive or "
+            f"slice=all; for more cases, {fill_hint(store, 'localization', model_id)}"
+        )
+    imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split"])
+    return loc.merge(imgs, on="image_id", how="left")
+
+
+def second_readers(store: Store, model_id: str) -> list[str]:
+    """The second readers scored for ``model_id`` (the human benchmark's), sorted."""
+    loc = store.table("localization", model_id=model_id, source="reader")
+    return sorted(loc["method"].unique()) if not loc.empty else []

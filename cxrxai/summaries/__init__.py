@@ -1,0 +1,39 @@
+"""Store-level summaries that pages and reports show (data in, DataFrames out; no UI):
+
+* :mod:`.predictions` — the split a view evaluates, predictions, AUROC, cohort and labels;
+* :mod:`.cases` — the explorer's case table (every metric of the ``cases`` view) and its filters;
+* :mod:`.hints` — how missing evidence gets filled, from the build's status.
+"""
+
+from __future__ import annotations
+
+from .cases import case_probabilities, case_table, filter_cases, finding_choices, outcome
+from .hints import FILLED_BY, fill_command, fill_hint, resume_hint
+from .predictions import (
+    ALL,
+    cohort_table,
+    label_table,
+    model_performance,
+    prediction_table,
+    resolve_split,
+    split_choices,
+)
+
+__all__ = [
+    "ALL",
+    "FILLED_BY",
+    "case_probabilities",
+    "case_table",
+    "cohort_table",
+    "fill_command",
+    "fill_hint",
+    "filter_cases",
+    "finding_choices",
+    "label_table",
+    "model_performance",
+    "outcome",
+    "prediction_table",
+    "resolve_split",
+    "resume_hint",
+    "split_choices",
+]
