@@ -13,8 +13,9 @@ import pandas as pd
 
 from .. import stats
 from ..errors import StoreError, UnknownNameError
+from ..explain import setting_names
 from ..metrics import shortcut, trust
-from ..store import Store, main_rows, setting_names
+from ..store import Store, main_rows
 from ..summaries import fill_hint, model_performance, prediction_table
 from .subgroups import metric_by_subgroup, subgroup_tpr, underdiagnosis
 
