@@ -14,7 +14,8 @@ demo's ten-minute budget — ``python -m cxrxai demo --full`` lifts the sampling
 The plan comes from the explainer registry (:mod:`cxrxai.explain.registry`): ``cost="cheap"``
 methods are stored for every image × finding (through their ``all_labels`` closed form when the
 model allows it), ``costly`` ones for ``plan_per_label`` positives per finding, each with its
-stored parameters (every non-runtime parameter at its default unless the plan says otherwise).
+stored parameters: the plan's parameters resolved for the model by
+:class:`~cxrxai.explain.Setting`, whose key the store holds them under.
 """
 
 from __future__ import annotations
