@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from cxrxai.explain import get, method_names
+from cxrxai.explain import Setting, get, method_names
 from cxrxai.present import film
 from pages import _common as ui
 from pages import _viewer
@@ -85,8 +85,7 @@ def _fragment(name: str):
 
 
 def _title(spec: dict) -> str:
-    what = f"{get(spec['method']).title} {_viewer.describe(spec['params'])}".strip()
-    return f"{spec['model']} · {what}"
+    return f"{spec['model']} · {Setting.of(spec['method'], spec['params']).describe()}"
 
 
 def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import time
 from dataclasses import dataclass
 
@@ -11,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from cxrxai.explain import OcclusionGrid, get, method_names
+from cxrxai.explain import OcclusionGrid, Setting, get, method_names
 from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
 from cxrxai.present import film, film_png, film_view
@@ -60,12 +59,11 @@ def _controls(method: str, key) -> dict:
 
 
 def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | None:
+    """The stored map of exactly this setting (resolved for the model as a build resolves it), if any."""
     path, built = str(store.path), ui.version(store)
-    for params_json, params_key in ui.stored_settings(path, built, model_id, case_id, label, method):
-        stored_params = json.loads(params_json)
-        if all(stored_params.get(k) == v for k, v in params.items()):
-            return ui.stored_map(path, built, model_id, case_id, label, method, params_key)
-    return None
+    key = Setting.of(method, params, spec=store.model_spec(model_id)).key
+    keys = {k for _, k in ui.stored_settings(path, built, model_id, case_id, label, method)}
+    return ui.stored_map(path, built, model_id, case_id, label, method, key) if key in keys else None
 
 
 def _live_model(store, model_id: str) -> tuple[str, str | None] | None:
@@ -238,7 +236,7 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
         **{**opening, "alpha": opening["alpha"] * r.dim}), film_view.browser_film(img, r.shown, **values,
                                                                                    dim=r.dim)))
     _film_view.film_view(fig, data, shown, key=key("film"))
-    st.caption(f"{model_id} · {get(method).title} {describe(params)}".strip() + f" · {r.source}")
+    st.caption(f"{model_id} · {Setting.of(method, params).describe()} · {r.source}")
     if r.shown is not None:
         st.caption(score.caption)
     details(store, state, method, params, display, truth, r, score, slot)
@@ -255,8 +253,9 @@ def details(store, state: PanelState, method, params, display, truth, r: Resolve
     model_id, case_id, label = state.model_id, state.case_id, state.label
     img = ui.image(str(store.path), ui.version(store), case_id)
     _scores(score)
-    what = f"{get(method).title} {describe(params)}".strip()
-    stem = f"{case_id}-{label}-{model_id}-{method}{_slug(params)}".replace(" ", "_")
+    setting = Setting.of(method, params)
+    what = setting.describe()
+    stem = f"{case_id}-{label}-{model_id}-{method}{setting.slug()}".replace(" ", "_")
     saliency = r.saliency
     legend = (f"{case_id} · {label} · model {model_id} · {state.decision}", f"{what} · {r.source}",
               f"colour map {display['colormap']}, opacity {display['alpha']:g}, "
@@ -276,14 +275,6 @@ def details(store, state: PanelState, method, params, display, truth, r: Resolve
             key=f"npy_{slot}",
             on_click="ignore",
         )
-
-
-def describe(params: dict) -> str:
-    return " ".join(f"{k} {v}" for k, v in params.items())
-
-
-def _slug(params: dict) -> str:
-    return "".join(f"-{k}{v}" for k, v in params.items())
 
 
 def _scores(score: PanelScore) -> None:

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from cxrxai.explain import setting_names
 from cxrxai.present import viz
-from cxrxai.store import setting_names
 from pages import _common as ui
 
 store, model_id = ui.page("Fidelity")

@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "explain": BASE | {"models"},
     "pipeline": BASE | {"data", "metrics", "models", "store", "explain"},
     "summaries": BASE | {"metrics", "store"},
-    "reports": BASE | {"metrics", "store", "summaries"},
+    "reports": BASE | {"metrics", "store", "summaries", "explain"},  # explain: what a setting is called
     "audit": BASE | {"store"},
     # Presentation (viz, film, overlay, display, exports, provenance, panel): what a page or the CLI shows.
     "present": BASE | {"data", "metrics", "store", "explain", "reports"},

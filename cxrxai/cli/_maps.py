@@ -24,7 +24,7 @@ def _add_explain(p: argparse.ArgumentParser) -> None:
         required=True,
         help="explainer and the parameters --param sets: "
         + "; ".join(
-            f"{m.name} ({', '.join(q.name for q in m.params if not q.runtime and (q.type is not object or q.choices))})"
+            f"{m.name} ({', '.join(q.name for q in m.params if not q.runtime and q.from_text)})"
             for m in METHODS.values()
         ),
     )
@@ -47,7 +47,7 @@ def _explain(args) -> int:
 
     from ..data.cases import case_image
     from ..data.io import read_image
-    from ..explain import explain, get
+    from ..explain import Setting, explain
     from ..models.spec import preprocess
     from ..store import open_store
 
@@ -67,8 +67,9 @@ def _explain(args) -> int:
     m = explain(model, x, model.spec.label_index(args.label), args.method, **params)
     seconds = time.perf_counter() - t
     np.save(args.out, m)
-    resolved = {**get(args.method).stored_defaults, **params}
-    print(json.dumps({"image": args.image, "label": args.label, "method": args.method, "params": resolved,
+    setting = Setting.split(args.method, params, spec=model.spec)[0]
+    print(json.dumps({"image": args.image, "label": args.label, "method": args.method,
+                      "params": dict(setting.params), "key": setting.key,
                       "model": model.spec.name, "device": model.device.type, "shape": list(m.shape),
                       "seconds": round(seconds, 4), "out": str(args.out)}, indent=1, default=str))
     return 0

@@ -28,7 +28,13 @@ from .. import postprocess
 from ..errors import ExplainerError
 from ..models.registry import LoadedModel
 from ..models.spec import preprocess
-from . import methods as _builtins  # noqa: F401 — registers the built-in explainers
+
+# isort: off
+# The built-in explainers, each registered where it is defined, in the order they are listed in.
+from . import gradcam, gradcampp, saliency, smoothgrad, ig, gradientshap  # noqa: F401
+from . import guided_backprop, guided_gradcam, occlusion_method, xrai  # noqa: F401
+
+# isort: on
 from ._common import as_module, check_image, check_target, n_outputs
 from .native import native_map
 from .occlusion import (
@@ -39,7 +45,8 @@ from .occlusion import (
     occlusion_progressive,
     rebuild_map,
 )
-from .registry import METHODS, Method, Param, get, method_names, register, unregister
+from .registry import METHODS, Method, Param, explainer, get, method_names, register, unregister
+from .settings import Setting, setting_names
 
 __all__ = [
     "METHODS",
@@ -47,10 +54,12 @@ __all__ = [
     "Method",
     "OcclusionGrid",
     "Param",
+    "Setting",
     "average_mask",
     "explain",
     "explain_batch",
     "explain_ensemble",
+    "explainer",
     "get",
     "mean_image",
     "method_names",
@@ -61,39 +70,23 @@ __all__ = [
     "postprocess",
     "random_map",
     "rebuild_map",
-    "resolved_params",
     "register",
+    "setting_names",
     "unregister",
 ]
 
 
-def resolved_params(model, method: str, params: dict) -> dict:
-    """Every parameter ``explain(model, ..., method, **params)`` runs with: checked ``params`` over
-    the method's defaults, the output the model's spec explains unless ``output`` is given."""
-    return _resolve(model, method, params)[3]
-
-
-def _resolve(model, method: str, params: dict):
-    meth = get(method)
-    params = meth.check(params)
-    module, spec = as_module(model)
-    kwargs = dict(meth.defaults)
-    if spec is not None and "output" in meth.defaults and "output" not in params:
-        kwargs["output"] = spec.explained_output
-    kwargs.update(params)
-    return meth, module, spec, kwargs
-
-
 def explain_batch(model, images: torch.Tensor, targets, method: str, **params) -> np.ndarray:
     """Maps for a batch: ``targets`` is one index for all images or one per image → (N, h, w)."""
-    meth, module, spec, kwargs = _resolve(model, method, params)
+    module, spec = as_module(model)
+    setting, runtime = Setting.split(method, params, spec=spec)
     images = check_image(images)
     n_out = n_outputs(module, images)
     tgt = [targets] * images.shape[0] if np.ndim(targets) == 0 else list(targets)
     if len(tgt) != images.shape[0]:
         raise ExplainerError(f"got {len(tgt)} targets for {images.shape[0]} images")
     t = torch.tensor([check_target(x, n_out, spec) for x in tgt], device=images.device)
-    out = meth.run(module, spec, images, t, **kwargs)
+    out = get(method).run(module, spec, images, t, **setting.kwargs(**runtime))
     return out.detach().float().cpu().numpy().astype(np.float32)
 
 

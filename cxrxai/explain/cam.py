@@ -26,9 +26,17 @@ import torch
 import torchvision
 
 from ..errors import ExplainerError
-from ._common import runs_stock_code, score_fn
+from ._common import layer_of, runs_stock_code, score_fn
 
-__all__ = ["activations_and_gradients", "closed_form_layer", "gradcam", "gradcam_pp", "linear_head_cams"]
+__all__ = [
+    "activations_and_gradients",
+    "cam_all_labels",
+    "cam_run",
+    "closed_form_layer",
+    "gradcam",
+    "gradcam_pp",
+    "linear_head_cams",
+]
 
 
 @contextmanager
@@ -155,3 +163,30 @@ def gradcam_pp(module, layer, images, targets, *, output: str = "logit", relu: b
     weights = (alpha * g.clamp_min(0)).sum(dim=(2, 3), keepdim=True)
     cam = (weights * act).sum(1)
     return cam.clamp_min(0) if relu else cam
+
+
+def cam_run(fn):
+    """A CAM function (:func:`gradcam`, :func:`gradcam_pp`) as a registry ``run``: the layer resolved
+    from the parameter or the model card, the explained output and ReLU passed on."""
+
+    def run(module, spec, images, targets, *, layer=None, output="logit", relu=False):
+        return fn(module, layer_of(module, layer, spec), images, targets, output=output, relu=relu)
+
+    return run
+
+
+def cam_all_labels(which: int):
+    """Every label's CAM (``which``: 1 Grad-CAM, 2 Grad-CAM++) from one forward pass on a DenseNet or
+    ResNet head (:func:`linear_head_cams`), else ``None``. ``memo`` is the caller's dict for one
+    batch: the CAMs of that batch share one pass."""
+
+    def all_labels(model, x, params, memo: dict):
+        layer = closed_form_layer(model.module)
+        if layer is None or (params.get("layer") or model.spec.cam_layer) != layer \
+                or params.get("relu") or params.get("output", "logit") != "logit":
+            return None
+        if "linear_head_cams" not in memo:
+            memo["linear_head_cams"] = linear_head_cams(model.module, x)
+        return memo["linear_head_cams"][which]
+
+    return all_labels

@@ -35,7 +35,7 @@ from captum.attr import (
 )
 
 from ..errors import ExplainerError, UnknownNameError
-from ._common import isolated_rng, no_inplace_copy, score_fn
+from ._common import baseline_tensor, isolated_rng, no_inplace_copy, reduce_channels, score_fn
 from .cam import gradcam
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "guided_backprop",
     "guided_gradcam",
     "integrated_gradients",
+    "pixel_run",
     "saliency",
     "smoothgrad",
 ]
@@ -179,3 +180,14 @@ def guided_gradcam(module, layer_name: str, images, targets, *, output: str = "l
     cam = gradcam(copy_, copy_.get_submodule(layer_name), images, targets, output=output, relu=True)
     up = LayerAttribution.interpolate(cam[:, None], tuple(images.shape[-2:]), interpolate_mode="bilinear")
     return gbp * up
+
+
+def pixel_run(fn, *, needs_baseline: bool = False):
+    """An input-space attribution function as a registry ``run``: its (N, C, H, W) attribution
+    reduced over channels (``reduce``), the ``baseline`` passed as a tensor where it takes one."""
+
+    def run(module, spec, images, targets, *, reduce="sum", baseline="black", **kw):
+        args = (baseline_tensor(baseline, images, spec),) if needs_baseline else ()
+        return reduce_channels(fn(module, images, targets, *args, **kw), reduce)
+
+    return run

@@ -5,8 +5,11 @@ it, the CLI lists its names, the precompute plans its stored maps from it (cheap
 every image × finding, costly ones on a sample), the viewer draws one control per ``control``
 parameter and the live worker streams partial maps of methods that have a ``progressive`` runner.
 
-Adding an explainer is its file (a function ``run(module, spec, images, targets, **params) ->
-(N, h, w) tensor``) plus one :func:`register` call; see "Add an explainer" in the README.
+Adding an explainer is its module (a function ``run(module, spec, images, targets, **params) ->
+(N, h, w) tensor`` registered where it is defined, with :func:`explainer`) plus the line importing
+it in :mod:`cxrxai.explain`; see "Add an explainer" in the README. What a setting of an explainer
+is (its resolved parameters, key, stored JSON, call arguments, name) is
+:class:`~cxrxai.explain.settings.Setting`.
 
 >>> toy = Method("toy", "pixel", (Param("gain", 1.0, float, range=(0, 10)),), "a doc example",
 ...              run=lambda module, spec, images, targets, gain: images.mean(1) * gain)
@@ -26,7 +29,18 @@ from typing import Any
 
 from ..errors import ExplainerError, UnknownNameError, shown
 
-__all__ = ["COSTS", "KINDS", "METHODS", "Method", "Param", "get", "method_names", "register", "unregister"]
+__all__ = [
+    "COSTS",
+    "KINDS",
+    "METHODS",
+    "Method",
+    "Param",
+    "explainer",
+    "get",
+    "method_names",
+    "register",
+    "unregister",
+]
 
 #: Native map kinds: the CAM layer's grid, the input grid, or occlusion's window-score grid.
 KINDS = ("cam", "pixel", "occlusion_grid")
@@ -72,9 +86,14 @@ class Param:
             raise ExplainerError(f"{where} is outside [{lo}, {hi}]")
         return self.type(value) if self.type in (int, float) else value
 
+    @property
+    def from_text(self) -> bool:
+        """Whether a value can be typed on the command line (not a module, tensor or callback)."""
+        return self.type is not object or self.choices is not None
+
     def parse(self, text: str) -> Any:
         """A value typed on the command line (``--param steps=16``), checked."""
-        if self.type is object and self.choices is None:
+        if not self.from_text:
             raise ExplainerError(f"{self.name} cannot be set from text")
         if self.type is bool:
             if text.lower() not in ("true", "false", "1", "0"):
@@ -92,10 +111,11 @@ class Method:
     """A registered explainer: native map kind, typed parameters, reference and capabilities.
 
     ``run(module, spec, images, targets, **params)`` maps a batch to (N, h, w). Capabilities:
-    ``cost`` (see :data:`COSTS`), ``stochastic`` (a ``seed`` parameter fixes it), ``batched``
-    (several targets per call are cheaper than one by one), ``layer`` (explains a CAM layer),
-    ``all_labels(model, x, params)`` (every label's map from one pass, ``None`` when the model does
-    not allow it), ``store(model, x, targets, params)`` (for each target, the native values to store
+    ``cost`` (see :data:`COSTS`), ``stochastic`` (a ``seed`` parameter fixes it), ``layer``
+    (explains a CAM layer), ``named_by`` (the parameters a reader names a setting by: occlusion's
+    window, "occlusion 32/16"), ``all_labels(model, x, params, memo)`` (every label's map from one
+    pass, ``None`` when the model does not allow it; ``memo`` is a dict shared by the methods run on
+    one batch), ``store(model, x, targets, params)`` (for each target, the native values to store
     and their kind; default ``run``'s maps), ``per_image`` (one computation serves every target of an
     image, as occlusion's forward passes score every output: a build computes an image's labels
     together) and ``progressive(model, x, target, params, progress, cancel)`` (yields
@@ -112,8 +132,8 @@ class Method:
     label: str = ""
     cost: str = "cheap"
     stochastic: bool = False
-    batched: bool = True
     layer: bool = False
+    named_by: tuple[str, ...] = ()
     plan_per_label: int | None = None
     all_labels: Callable | None = field(repr=False, default=None)
     store: Callable | None = field(repr=False, default=None)
@@ -171,6 +191,17 @@ def register(method: Method, *, replace: bool = False) -> Method:
         raise ExplainerError(f"an explainer named {method.name!r} is already registered")
     METHODS[method.name] = method
     return method
+
+
+def explainer(name: str, kind: str, params: tuple[Param, ...], reference: str, **capabilities):
+    """Register the decorated ``run`` function as explainer ``name`` where it is defined (see
+    :class:`Method` for ``capabilities``); the function itself is returned unchanged."""
+
+    def decorate(run: Callable) -> Callable:
+        register(Method(name, kind, tuple(params), reference, run=run, **capabilities))
+        return run
+
+    return decorate
 
 
 def unregister(name: str) -> None:

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from skimage.morphology import dilation, disk
 from skimage.segmentation import felzenszwalb
 
 from ..errors import ExplainerError
+from ._common import baseline_tensor
+from .gradients import integrated_gradients
+from .params import INTERNAL_BATCH, OUTPUT, STEPS, batches
+from .registry import Param, explainer
 
-__all__ = ["DEFAULT_SCALES", "xrai_map", "xrai_segments"]
+__all__ = ["DEFAULT_SCALES", "run", "xrai_map", "xrai_segments"]
 
 DEFAULT_SCALES = (50, 100, 150, 250, 500, 1200)
 
@@ -91,3 +96,45 @@ def xrai_map(attribution: np.ndarray, segments: list[np.ndarray]) -> np.ndarray:
         alive[best] = False
     floor = np.nanmin(out) if np.isfinite(out).any() else 0.0
     return np.where(np.isnan(out), floor, out).reshape(attr.shape).astype(np.float32)
+
+
+def _grey(img: torch.Tensor) -> np.ndarray:
+    grey = img[0].mean(0).cpu().numpy()
+    return (grey - grey.min()) / max(float(grey.max() - grey.min()), 1e-12)
+
+
+@explainer(
+    "xrai",
+    "pixel",
+    (
+        STEPS,
+        OUTPUT,
+        INTERNAL_BATCH,
+        Param("scales", DEFAULT_SCALES, object, "Felzenszwalb scales"),
+        Param("sigma", 0.8, float, "Felzenszwalb smoothing", range=(0.0, 100.0)),
+        Param("min_size", None, object, "smallest segment (px)"),
+        Param("dilation_radius", 5, int, "segment dilation (px)", range=(0, 100)),
+    ),
+    "Kapishnikov et al., XRAI, ICCV 2019, doi:10.1109/ICCV.2019.00505",
+    label="XRAI",
+    cost="costly",
+    passes=lambda p: 2 * batches(p),
+    unit="integration batches (black and white baselines), then segments",
+)
+def run(module, spec, images, targets, *, steps, output, internal_batch_size, scales, sigma, min_size,
+        dilation_radius):
+    """Per image: IG over a black and a white baseline, averaged and summed over channels, ranked
+    over the image's segments (:func:`xrai_map`)."""
+    out = []
+    for i in range(images.shape[0]):
+        img, tgt = images[i:i + 1], targets[i:i + 1]
+        attr = sum(
+            integrated_gradients(module, img, tgt, baseline_tensor(b, img, spec), output=output, steps=steps,
+                                 internal_batch_size=internal_batch_size).sum(1)[0]
+            for b in ("black", "white")
+        ) / 2
+        segs = xrai_segments(
+            _grey(img), scales=scales, sigma=sigma, min_size=min_size, dilation_radius=dilation_radius
+        )
+        out.append(torch.from_numpy(xrai_map(attr.cpu().numpy(), segs)))
+    return torch.stack(out)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CxrxaiError
-from ..explain import Cancelled
+from ..explain import Cancelled, Setting
 from .jobs import _case_stages, _loaded, _stages, _warm
 
 __all__ = ["ChildError"]
@@ -142,9 +142,8 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
                     .to(model.device)
                     .contiguous(memory_format=torch.channels_last)
                 )
-                stages = _stages(
-                    model, image, spec["target"], spec["method"], spec["params"], send_progress, cancelled
-                )
+                setting = Setting.stored(spec["method"], spec["params"])
+                stages = _stages(model, image, spec["target"], setting, send_progress, cancelled)
             for stage, value in stages:
                 conn.send((jid, "stage", stage, value))
             conn.send((jid, "done"))

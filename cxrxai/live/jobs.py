@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..explain import Cancelled, explain, get, resolved_params
+from ..explain import Cancelled, Setting, explain
 from ..explain.occlusion import PARTIAL
-from ..store import params_key
+from ..models.spec import ModelSpec
 from .windows import known_windows
 
 __all__ = ["PARTIAL", "Job", "JobState", "case_job", "explain_job", "pass_label", "warm_job"]
@@ -69,24 +69,20 @@ def pass_label(counts: tuple[str, int, int], *, two_pass: bool, unit: str = "win
     return f"{stage} · {done}/{total}" if total else f"{stage} · starting"
 
 
-def _stages(
-    model, image, target: int, method: str, params: dict, progress, cancelled
-) -> Iterator[tuple[str, Any]]:
+def _stages(model, image, target: int, setting: Setting, progress, cancelled) -> Iterator[tuple[str, Any]]:
     """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
     (occlusion: the coarse grid, then the fine one, with ``("partial", map)`` while a pass
     computes), else one final map."""
-    meth = get(method)
+    meth, kwargs = setting.method_, setting.kwargs()
     if meth.progressive is not None:
-        resolved = resolved_params(model, method, params)
-        if "known" in resolved:  # windows computed before at another setting are reused (see .windows)
-            defining = {k: v for k, v in resolved.items() if k in meth.stored_defaults}
-            resolved["known"] = known_windows(model.module, image, target, defining)
-        yield from meth.progressive(model, image, target, resolved, progress, cancelled)
+        if "known" in kwargs:  # windows computed before at another setting are reused (see .windows)
+            kwargs["known"] = known_windows(model.module, image, target, dict(setting.params))
+        yield from meth.progressive(model, image, target, kwargs, progress, cancelled)
     else:
         # one forward checks the target against the model's outputs, then the method's own
-        total = 1 + (meth.passes({**meth.defaults, **params}) if meth.passes is not None else 1)
+        total = 1 + (meth.passes(kwargs) if meth.passes is not None else 1)
         with _watched(model.module, progress, cancelled, total):
-            yield "final", explain(model, image, target, method, **params)
+            yield "final", explain(model, image, target, setting.method, **kwargs)
 
 
 @contextmanager
@@ -114,16 +110,18 @@ def explain_job(model, image, target: int, method: str, params: dict, *, owner: 
     ``case_key`` identifies the image (e.g. store path and image id) for the result cache; the
     result of occlusion is an :class:`~cxrxai.explain.OcclusionGrid`, of the rest a 2-D array.
     With ``weights_path`` (the file ``model`` was loaded from) a process worker runs it in its
-    child process.
+    child process. The result cache keys on the resolved setting: ``params`` given or left at
+    their defaults are one job.
     """
-    key = (model.spec.name, *case_key, int(target), method, params_key(params))
+    setting = Setting.of(method, params, spec=model.spec)
+    key = (model.spec.name, *case_key, int(target), method, setting.key)
     spec = None
     if weights_path is not None:
         spec = {"weights_path": str(weights_path), "model_spec": model.spec.to_json(),
                 "image": image.detach().cpu().contiguous().numpy(),
-                "target": int(target), "method": method, "params": dict(params)}
+                "target": int(target), "method": method, "params": dict(setting.params)}
     return Job(key=key, owner=owner, run=lambda progress, cancelled: _stages(
-        model, image, target, method, params, progress, cancelled), spec=spec)
+        model, image, target, setting, progress, cancelled), spec=spec)
 
 
 def case_job(store_path, image_id: str, label: str, method: str, params: dict, *, model_spec: str,
@@ -134,10 +132,11 @@ def case_job(store_path, image_id: str, label: str, method: str, params: dict, *
 
     ``model_spec`` is the store's JSON spec of the model; ``weights_path`` its weights (``None``:
     built-in weights, computed in the worker thread)."""
-    name = json.loads(model_spec)["name"]
-    key = (name, str(store_path), image_id, label, method, params_key(params))
+    model = ModelSpec.from_json(model_spec)
+    setting = Setting.of(method, params, spec=model)
+    key = (model.name, str(store_path), image_id, label, method, setting.key)
     spec = {"store": str(store_path), "image_id": image_id, "label": label, "model_spec": model_spec,
-            "weights_path": weights_path, "method": method, "params": dict(params)}
+            "weights_path": weights_path, "method": method, "params": dict(setting.params)}
     return Job(key=key, owner=owner, run=lambda progress, cancelled: _case_stages(spec, progress, cancelled),
                spec=spec if weights_path is not None else None)
 
@@ -146,7 +145,6 @@ _MODELS: dict[tuple[str | None, str], Any] = {}  # models this process has loade
 
 
 def _loaded(model_spec: str, weights_path: str | None):
-    from ..models.spec import ModelSpec
     from ..models.stored import load_stored
 
     key = (weights_path, model_spec)
@@ -165,9 +163,8 @@ def _case_stages(spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
         row = store.image(spec["image_id"])
         pixels = case_image(row, store.datasets().set_index("dataset").loc[row["dataset"]].to_dict())
     x = preprocess(pixels, model.spec).to(model.device)
-    yield from _stages(
-        model, x, model.spec.label_index(spec["label"]), spec["method"], spec["params"], progress, cancelled
-    )
+    setting = Setting.stored(spec["method"], spec["params"])
+    yield from _stages(model, x, model.spec.label_index(spec["label"]), setting, progress, cancelled)
 
 
 def warm_job(model_spec: str, weights_path: str | None) -> Job:

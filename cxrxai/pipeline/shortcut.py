@@ -22,15 +22,13 @@ import pandas as pd
 from ..data.demo import load_demo
 from ..data.phantom import CaseSpec, PhantomConfig, Shortcut, render
 from ..errors import ModelError
-from ..explain import explain
+from ..explain import Setting, explain
 from ..metrics.shortcut import marker_zone, mass_shares
 from ..models.inference import predict_logits, sigmoid
 from ..models.registry import LoadedModel, load
 from ..models.spec import preprocess
 from ..models.train import TrainConfig
 from ..postprocess import positive, upsample
-from ..store import params_key
-from .maps import _compute_params, resolved_params
 
 __all__ = [
     "SHORTCUT_LABEL",
@@ -169,10 +167,10 @@ def shortcut_stage(
             lesion = case.mask(label)
             for method, params in plan.methods:
                 step += 1
-                stored = resolved_params(method, dict(params), model)
+                setting = Setting.of(method, dict(params), spec=model.spec)
                 if (model.spec.name, spec.image_id, method) in done:
                     continue
-                m = explain(model, x, t, method, **_compute_params(method, stored))
+                m = explain(model, x, t, method, **setting.kwargs())
                 m = upsample(positive(m), zone.shape) if m.shape != zone.shape else positive(m)
                 rows.append(
                     {
@@ -181,7 +179,7 @@ def shortcut_stage(
                         "image_id": spec.image_id,
                         "label": label,
                         "method": method,
-                        "params_key": params_key(stored),
+                        "params_key": setting.key,
                         "gt_positive": label in spec.findings,
                         "prob": float(p_with[k]),
                         "prob_without": float(p_without[k]),

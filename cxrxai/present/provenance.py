@@ -99,7 +99,7 @@ def _stored_settings(store, model_id: str, name: str, options: dict) -> tuple[pd
 
 def _without_rows(counts: pd.DataFrame, table: pd.DataFrame) -> list[str]:
     """The methods with stored maps (``counts``) of which a table with an ``explainer`` column (the
-    :func:`~cxrxai.store.setting_names` of its rows: "ig", "occlusion 32/16") has no row."""
+    :func:`~cxrxai.explain.setting_names` of its rows: "ig", "occlusion 32/16") has no row."""
     if "explainer" not in table.columns or counts.empty:
         return []
     names = {str(e) for e in table["explainer"].dropna().unique()}

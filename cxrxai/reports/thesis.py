@@ -12,8 +12,9 @@ import pandas as pd
 
 from .. import stats
 from ..errors import StoreError, UnknownNameError
+from ..explain import setting_names
 from ..metrics import registry as metric_registry
-from ..store import Store, setting_names
+from ..store import Store
 from ._cases import localization_cases, need, require_metrics, with_metrics
 from ._registry import report
 

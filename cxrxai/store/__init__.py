@@ -11,7 +11,7 @@ Usage::
 from ._queries import StoredMap
 from ._roots import reroot_dataset, reroot_model
 from ._schema import CAM_ONLY_META, SCHEMA_VERSION
-from ._settings import main_rows, main_settings, setting_names
+from ._settings import main_rows, main_settings
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
 __all__ = [
@@ -26,6 +26,5 @@ __all__ = [
     "params_key",
     "reroot_dataset",
     "reroot_model",
-    "setting_names",
     "write_store",
 ]

@@ -105,6 +105,52 @@ def test_the_viewer_draws_its_controls(toys):
     assert at.radio(key="mode_0").options == ["mean", "max"]
 
 
+def test_the_explorer_offers_it_in_its_explainer_picker(toys):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).with_name("_controls_app.py")))
+    at.session_state["picker"] = True
+    at.run()
+    assert not at.exception
+    assert {"Toy", "toy_costly"} <= set(at.selectbox(key="method_0").options)
+    at.selectbox(key="method_0").set_value("toy").run()
+    assert not at.exception and at.select_slider(key="gain_0").value == 1.0
+
+
+def test_precompute_stores_it_into_a_store_under_its_setting_key(toys, tmp_path, monkeypatch):
+    import json
+
+    import torchvision
+    from PIL import Image
+
+    from cxrxai.explain import Setting
+    from cxrxai.store import open_store
+
+    films = tmp_path / "films"
+    films.mkdir()
+    rows = ["path,sex,age,split,Effusion,Nodule"]
+    for i in range(4):
+        Image.fromarray((np.random.default_rng(i).random((48, 48)) * 255).astype(np.uint8)).save(films / f"f{i}.png")
+        rows.append(f"f{i}.png,{'MF'[i % 2]},{40 + i},test,{i % 2},{(i + 1) % 2}")
+    (films / "meta.csv").write_text("\n".join(rows) + "\n")
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(num_classes=2).state_dict(), tmp_path / "w.pth")
+    (tmp_path / "labels.json").write_text(json.dumps(["Effusion", "Nodule"]))
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(tmp_path / "cache"))
+    assert main(["precompute", "--dataset", "folder", "--root", str(films), "--data-option",
+                 f"csv={films / 'meta.csv'}", "--data-option", "labels=Effusion,Nodule", "--model",
+                 f"resnet18:{tmp_path / 'w.pth'}:{tmp_path / 'labels.json'}", "--input-size", "64",
+                 "--store", str(tmp_path / "s.duckdb"), "--explainers", "toy,toy_costly"]) == 0
+    with open_store(tmp_path / "s.duckdb") as store:
+        spec = store.model_spec(store.models().model_id.iloc[0])
+        toy, costly = store.map_index(method="toy"), store.map_index(method="toy_costly")
+    assert len(toy) == 4 * 2 and len(costly) == 4  # every image × finding; the positives
+    assert set(toy.params_key) == {Setting.of("toy", spec=spec).key}
+    assert set(costly.params_key) == {Setting.of("toy_costly", spec=spec).key}
+
+
 def test_occlusion_strides_offered_never_exceed_the_patch():
     from pages._viewer import _offered
 

@@ -73,12 +73,11 @@ def test_fidelity_pairs_the_methods_and_resumes_after_the_last_scored_case(tiny_
 def test_main_setting_is_the_stored_default_even_when_the_sweep_has_as_many_maps(tiny_model_path):
     import pandas as pd
 
-    from cxrxai.pipeline.maps import resolved_params
+    from cxrxai.explain import Setting
     from cxrxai.pipeline.trust import _main_setting
-    from cxrxai.store import params_key
 
     model = load(tiny_model_path, device="cpu")
-    keys = {(p, s): params_key(resolved_params("occlusion", {"patch": p, "stride": s}, model))
+    keys = {(p, s): Setting.of("occlusion", {"patch": p, "stride": s}, spec=model.spec).key
             for p, s in [(32, 16), (16, 16), (8, 8)]}
     rows = [("a", "Mass", "occlusion", k) for k in keys.values()]  # a full build: every setting on every case
     rows += [("a", "Mass", "gradcam", "{}"), ("b", "Mass", "gradcam", "{}"), ("b", "Mass", "gradcam", '{"x":1}')]

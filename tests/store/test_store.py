@@ -327,7 +327,7 @@ def test_stored_methods_lists_each_explainer_with_maps_once(store_path):
 
 
 def test_setting_names_tell_every_stored_setting_apart():
-    from cxrxai.store import setting_names
+    from cxrxai.explain import setting_names
 
     pairs = pd.DataFrame({"method": ["ig", "ig", "ig", "ig", "occlusion", "occlusion", "gradcam"],
                           "params_key": ['{"n":20}', '{"n":20.0}', '{"n":null}', "{}", '{"patch":32,"stride":16}',

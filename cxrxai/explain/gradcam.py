@@ -1,0 +1,19 @@
+"""Grad-CAM (Selvaraju et al., ICCV 2017): the CAM base (:mod:`.cam`) with mean-gradient weights."""
+
+from __future__ import annotations
+
+from .cam import cam_all_labels, cam_run, gradcam
+from .params import LAYER, OUTPUT, RELU
+from .registry import explainer
+
+__all__ = ["run"]
+
+run = explainer(
+    "gradcam",
+    "cam",
+    (LAYER, OUTPUT, RELU),
+    "Selvaraju et al., Grad-CAM, ICCV 2017, doi:10.1109/ICCV.2017.74",
+    label="Grad-CAM",
+    layer=True,
+    all_labels=cam_all_labels(1),
+)(cam_run(gradcam))
