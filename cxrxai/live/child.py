@@ -143,7 +143,8 @@ def _child_main(conn, cancel, threads: int | None = None) -> None:
                     .contiguous(memory_format=torch.channels_last)
                 )
                 setting = Setting.stored(spec["method"], spec["params"])
-                stages = _stages(model, image, spec["target"], setting, send_progress, cancelled)
+                stages = _stages(model, image, spec["target"], setting, spec.get("runtime", {}),
+                                 send_progress, cancelled)
             for stage, value in stages:
                 conn.send((jid, "stage", stage, value))
             conn.send((jid, "done"))

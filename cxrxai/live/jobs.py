@@ -69,11 +69,12 @@ def pass_label(counts: tuple[str, int, int], *, two_pass: bool, unit: str = "win
     return f"{stage} · {done}/{total}" if total else f"{stage} · starting"
 
 
-def _stages(model, image, target: int, setting: Setting, progress, cancelled) -> Iterator[tuple[str, Any]]:
+def _stages(model, image, target: int, setting: Setting, runtime: dict, progress, cancelled
+            ) -> Iterator[tuple[str, Any]]:
     """``(stage, partial)`` pairs: the method's progressive runner when the registry has one
     (occlusion: the coarse grid, then the fine one, with ``("partial", map)`` while a pass
     computes), else one final map."""
-    meth, kwargs = setting.method_, setting.kwargs()
+    meth, kwargs = setting.method_, setting.kwargs(**runtime)
     if meth.progressive is not None:
         if "known" in kwargs:  # windows computed before at another setting are reused (see .windows)
             kwargs["known"] = known_windows(model.module, image, target, dict(setting.params))
@@ -111,17 +112,18 @@ def explain_job(model, image, target: int, method: str, params: dict, *, owner: 
     result of occlusion is an :class:`~cxrxai.explain.OcclusionGrid`, of the rest a 2-D array.
     With ``weights_path`` (the file ``model`` was loaded from) a process worker runs it in its
     child process. The result cache keys on the resolved setting: ``params`` given or left at
-    their defaults are one job.
+    their defaults are one job; runtime parameters (batch sizes, engine) only change how it runs.
     """
-    setting = Setting.of(method, params, spec=model.spec)
+    setting, runtime = Setting.split(method, params, spec=model.spec)
     key = (model.spec.name, *case_key, int(target), method, setting.key)
     spec = None
     if weights_path is not None:
         spec = {"weights_path": str(weights_path), "model_spec": model.spec.to_json(),
                 "image": image.detach().cpu().contiguous().numpy(),
-                "target": int(target), "method": method, "params": dict(setting.params)}
+                "target": int(target), "method": method, "params": dict(setting.params),
+                "runtime": runtime}
     return Job(key=key, owner=owner, run=lambda progress, cancelled: _stages(
-        model, image, target, setting, progress, cancelled), spec=spec)
+        model, image, target, setting, runtime, progress, cancelled), spec=spec)
 
 
 def case_job(store_path, image_id: str, label: str, method: str, params: dict, *, model_spec: str,
@@ -164,7 +166,7 @@ def _case_stages(spec: dict, progress, cancelled) -> Iterator[tuple[str, Any]]:
         pixels = case_image(row, store.datasets().set_index("dataset").loc[row["dataset"]].to_dict())
     x = preprocess(pixels, model.spec).to(model.device)
     setting = Setting.stored(spec["method"], spec["params"])
-    yield from _stages(model, x, model.spec.label_index(spec["label"]), setting, progress, cancelled)
+    yield from _stages(model, x, model.spec.label_index(spec["label"]), setting, {}, progress, cancelled)
 
 
 def warm_job(model_spec: str, weights_path: str | None) -> Job:

@@ -50,7 +50,9 @@ def test_the_grid_shows_each_chosen_explainer_on_one_scale_with_zoom_shared(tiny
 def test_compare_puts_two_cases_side_by_side_with_their_own_outcomes(tiny_full_store):
     cases = _cases(tiny_full_store)
     tp = _positive(tiny_full_store)
-    tn = cases[(cases.label == "Effusion") & (cases.outcome == "TN")].iloc[0]
+    # a case of another outcome (the tiny model's decisions differ slightly between builds on 1 or 2 threads)
+    other = cases[(cases.label == "Effusion") & (cases.outcome != "TP")]
+    tn = other.sort_values("outcome", key=lambda o: o != "TN").iloc[0]
     at = _app(tiny_full_store, "pages/explorer.py", f_finding="Effusion", sel_case=tp.image_id, layout="compare",
               method_1="gradcam")
     assert not at.exception
@@ -60,5 +62,5 @@ def test_compare_puts_two_cases_side_by_side_with_their_own_outcomes(tiny_full_s
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert len(titles) == 2
     assert tp.image_id in titles[0] and "TP" in titles[0] and f"P {tp.prob:.3f}" in titles[0]
-    assert tn.image_id in titles[1] and "TN" in titles[1] and f"P {tn.prob:.3f}" in titles[1]
+    assert tn.image_id in titles[1] and tn.outcome in titles[1] and f"P {tn.prob:.3f}" in titles[1]
     assert at.query_params.get("layout") in ("compare", ["compare"])  # the layout is part of a shared link

@@ -106,7 +106,8 @@ def test_explorer_browses_chexpert_labels_and_draws_the_big_film(chexpert_store)
     assert BIG in at.subheader[0].value
     captions = [c.value for c in at.caption]
     assert "chexpert-densenet121 · Grad-CAM · stored" in captions, captions
-    film = json.loads(at.get("plotly_chart")[0].proto.spec)
+    (component,) = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    film = json.loads(json.loads(component.proto.json_args)["figure"])  # the film component's figure
     assert film["layout"]["xaxis"]["range"] == [0, 2828] and film["layout"]["yaxis"]["range"] == [2320, 0]
     assert "reference (gt)" in {t.get("name") for t in film["data"]}  # the Cardiomegaly outline is drawn
 

@@ -221,16 +221,15 @@ def test_a_warm_job_loads_the_model_once_and_the_process_worker_leaves_the_serve
 
 
 def test_integrated_gradients_reports_its_batches_and_stops_at_the_next_one_once_cancelled(tiny_net, image):
-    from cxrxai.explain import Cancelled
+    from cxrxai.explain import Cancelled, Setting
     from cxrxai.live.jobs import _stages
 
+    ig = Setting.split("ig", {"steps": 64, "internal_batch_size": 8}, spec=tiny_net.spec)
     seen = []
-    stages = list(_stages(tiny_net, image, 1, "ig", {"steps": 64, "internal_batch_size": 8},
-                          lambda done, total: seen.append((done, total)), lambda: False))
+    stages = list(_stages(tiny_net, image, 1, *ig, lambda done, total: seen.append((done, total)), lambda: False))
     # one forward checks the target, then 64 path points 8 per forward
     assert stages[0][0] == "final" and seen[-1] == (9, 9) and len(seen) == 9
     calls = []
     with pytest.raises(Cancelled):
-        list(_stages(tiny_net, image, 1, "ig", {"steps": 64, "internal_batch_size": 8},
-                     lambda done, total: calls.append(done), lambda: len(calls) >= 2))
+        list(_stages(tiny_net, image, 1, *ig, lambda done, total: calls.append(done), lambda: len(calls) >= 2))
     assert calls == [1, 2]  # no third forward once cancelled
