@@ -44,16 +44,16 @@ class Check:
 
 
 _CHEAP = tuple(method_names(cost="cheap"))
+_LOCALIZATION_KEY = ("model_id", "image_id", "label", "source", "method", "params_key", "reader")
+_SCORED = (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))), Stage("localization", localization_stage))
 CHECKS = {
     "predictions": Check(("model_id", "image_id", "label"), (Stage("predictions", predictions_stage),)),
     "thresholds": Check(("model_id", "label"), (Stage("thresholds", thresholds_stage),), ("predictions",)),
-    "localization": Check(
-        ("model_id", "image_id", "label", "source", "method", "params_key", "reader"),
-        (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))),
-         Stage("localization", localization_stage)),
-        ("predictions", "thresholds"),
-        rows=f"source == 'explainer' and method in {list(_CHEAP)}",
-    ),
+    # per map: probability and decision; per (map, metric): the score (schema v6, stored long)
+    "localization": Check(_LOCALIZATION_KEY, _SCORED, ("predictions", "thresholds"),
+                          rows=f"source == 'explainer' and method in {list(_CHEAP)}"),
+    "localization_scores": Check((*_LOCALIZATION_KEY, "metric"), _SCORED, ("predictions", "thresholds"),
+                                 rows=f"source == 'explainer' and method in {list(_CHEAP)}"),
 }
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
 _RECORDS = ("meta", "models")
