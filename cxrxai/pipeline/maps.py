@@ -32,14 +32,12 @@ from .stages import stage
 from .units import compute_unit, map_units, store_values, unit_image_ids, unit_size
 
 __all__ = [
-    "DEMO_PLAN",
     "SWEEP",
     "MapConfig",
     "MapPlan",
     "available",
     "cam_stage",
     "compute_unit",
-    "default_config",
     "default_settings",
     "image_rank",
     "map_units",
@@ -99,12 +97,6 @@ class MapPlan:
         """The same plan without sampling (hours on a CPU, minutes on a GPU)."""
         return MapPlan(self.split, self.cams, tuple(MapConfig(m.method, m.params, None) for m in self.maps),
                        self.sweep, 10**9, self.seed)
-
-
-#: The plan of the explainers registered when this module was imported (:class:`MapPlan` () asks
-#: the registry again: a build uses that, so a method registered later is planned too).
-DEMO_PLAN = MapPlan()
-default_config = planned
 
 
 def _missing(writer, model_id: str, setting: Setting, pairs: pd.DataFrame) -> pd.DataFrame:

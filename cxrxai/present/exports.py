@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..data.adapters.chexpert import TO_CHEXLOCALIZE
 from ..data.masks import encode_rle
 from ..errors import StoreError, UnknownNameError
 from ..explain import native_map
 from ..metrics.localization import otsu_mask
+from ..postprocess import positive
 from ..store import Store
 from ..store._schema import METRIC_TABLES
 
@@ -29,7 +31,9 @@ def export_table(store: Store, name: str, out: str | Path) -> int:
         df = store.labels_wide().reset_index()
     elif name == "thresholds":
         models = store.models()
-        df = store.thresholds(models["model_id"].iloc[0]) if len(models) else models
+        # every model's thresholds (each row names its model)
+        df = pd.concat([store.thresholds(m) for m in models["model_id"]], ignore_index=True) if len(models) \
+            else models
     else:
         df = store.table(name)
     df.to_csv(out, index=False)
@@ -51,7 +55,8 @@ def export_segmentations(store: Store, model_id: str, method: str, out: str | Pa
     out_json: dict = {}
     for stored in store.iter_maps(model_id, method, key):
         h, w = (int(v) for v in sizes.loc[stored.image_id])
-        mask = otsu_mask(native_map(stored), (h, w))
+        # the positive part, as scoring and the explorer's contour segment it (metrics.registry.Scored)
+        mask = otsu_mask(positive(native_map(stored)), (h, w))
         task = TO_CHEXLOCALIZE.get(stored.label, stored.label)
         out_json.setdefault(stored.image_id, {})[task] = {"size": [h, w], "counts": encode_rle(mask)}
     empty = {}

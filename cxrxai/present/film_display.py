@@ -26,7 +26,7 @@ CAPTUM_OUTLIER_PERCENT = 2
 #: The colours of a signed map's negative and positive values (the diverging scale's ends).
 NEGATIVE_RGB, POSITIVE_RGB = (33, 102, 172), (178, 24, 43)
 DIVERGING = [[0.0, "rgb(33,102,172)"], [0.5, "rgb(247,247,247)"], [1.0, "rgb(178,24,43)"]]
-#: How each native map kind (``cxrxai.explain.KINDS``) is shown when its panel opens. A
+#: How each native map kind (``cxrxai.explain.registry.KINDS``) is shown when its panel opens. A
 #: pixel-gradient map (saliency, IG, GradientSHAP…) is sparse: a few pixels hold most of its mass,
 #: so min–max leaves nearly every pixel under the floor and the map is invisible. It is smoothed,
 #: clipped at its 99th percentile before min–max and shown from 5 %. A CAM is smooth and an

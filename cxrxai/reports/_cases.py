@@ -32,7 +32,10 @@ def _never_scored(df: pd.DataFrame, store: Store, model_id: str, name: str) -> b
         return True
     if df[name].notna().any():
         return False
-    return name in set(store.localization_missing(model_id=model_id).get("metric", []))
+    missing = store.localization_missing(model_id=model_id)
+    if "source" in df.columns and "source" in missing.columns:  # reader rows never get some metrics
+        missing = missing[missing["source"].isin(set(df["source"]))]
+    return name in set(missing.get("metric", []))
 
 
 def require_metrics(df: pd.DataFrame, store: Store, model_id: str, *metrics: str) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from ._queries import StoredMap
 from ._roots import reroot_dataset, reroot_model
 from ._schema import CAM_ONLY_META, SCHEMA_VERSION
 from ._settings import main_rows, main_settings
+from ._snapshot import export_table, import_table, shipped_tables
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
 __all__ = [
@@ -20,11 +21,14 @@ __all__ = [
     "Store",
     "StoreWriter",
     "StoredMap",
+    "export_table",
+    "import_table",
     "main_rows",
     "main_settings",
     "open_store",
     "params_key",
     "reroot_dataset",
     "reroot_model",
+    "shipped_tables",
     "write_store",
 ]

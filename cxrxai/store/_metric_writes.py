@@ -34,8 +34,10 @@ class MetricTableWriter:
         unknown = [c for c in df.columns if c not in known]
         if unknown:
             raise StoreError(
-                f"{table} has no column(s) {unknown}; its columns: {known}. A new localization "
-                "metric needs its registration (cxrxai.metrics.registry.register) — nothing was written"
+                f"{table} has no column(s) {unknown}; its columns: {known}"
+                + (". A new localization metric needs its registration (cxrxai.metrics.registry.register)"
+                   if table == "localization" else "")
+                + " — nothing was written"
             )
         if table == "localization":
             return self._put_localization(df)

@@ -175,15 +175,17 @@ _KEY_DDL = """model_id VARCHAR NOT NULL, image_id VARCHAR NOT NULL, label VARCHA
 # Version 6: localization scores long (issue 27), so a newly registered metric is scored into an
 # existing store without a migration. A row of ``localization_scores`` says the metric was scored
 # (``value`` NULL: scored, no value — e.g. a metric that needs a lesion on a case without one);
-# its absence says it was not. Every wide column of v5 becomes rows (NULLs included: v5 scored
-# every metric of a row at once); ``localization`` keeps the per-map fields.
+# its absence says it was not. Every wide metric column of v5 (one a user added too) becomes
+# rows (NULLs included: v5 scored every metric of a row at once); ``localization`` keeps the
+# per-map fields.
 _V6 = [
     f"""CREATE TABLE localization_scores (
         {_KEY_DDL}, metric VARCHAR NOT NULL, value DOUBLE,
         PRIMARY KEY ({_KEY}, metric))""",
     f"""INSERT INTO localization_scores ({_KEY}, metric, value)
         SELECT {_KEY}, metric, value FROM localization
-        UNPIVOT INCLUDE NULLS (value FOR metric IN ({", ".join(WIDE_METRICS)}))""",
+        UNPIVOT INCLUDE NULLS (value FOR metric IN
+            (COLUMNS(* EXCLUDE ({_KEY}, prob, gt_positive, predicted))))""",
     f"""CREATE TABLE localization_v6 (
         {_KEY_DDL}, prob DOUBLE, gt_positive BOOLEAN, predicted BOOLEAN,
         CHECK (source IN ('explainer', 'baseline', 'reader')),

@@ -145,3 +145,17 @@ def test_the_build_skips_the_steps_the_snapshot_holds_complete():
 
 def _model(name):
     return SimpleNamespace(spec=SimpleNamespace(name=name))
+
+
+@pytest.mark.parametrize("missing", [0, 3])
+def test_a_covered_localization_step_still_scores_a_metric_registered_since(missing):
+    """The snapshot's localization step is skipped only while every (map, metric) pair is scored: a
+    metric registered after the snapshot was built is scored from the stored maps, never left out."""
+    ran = []
+    given = Round("first look", (Stage("localization (CAMs)", lambda ctx: ran.append("scored") or {}),))
+    meta = json.dumps({"steps": [[1, "first look", "localization (CAMs)", "a"]]})
+    pairs = pd.DataFrame({"metric": ["toy"] * missing})
+    writer = SimpleNamespace(meta=lambda key: meta, localization_missing=lambda **filters: pairs)
+    for st in skip_covered([given])[0].main:
+        st.run(SimpleNamespace(writer=writer, model=_model("a")))
+    assert ran == (["scored"] if missing else [])

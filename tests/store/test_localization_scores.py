@@ -108,3 +108,20 @@ def test_a_filter_on_a_column_the_table_lacks_names_its_columns(tmp_path):
             w.table("localization", nope=1)
         with pytest.raises(UnknownNameError, match="nope"):
             w.localization_missing(nope=1)
+
+
+def test_a_metric_column_a_user_added_to_a_v5_store_survives_the_migration(tmp_path, toy_metric):
+    """Before v6 the README said to add a new metric's column to the localization table; the
+    migration turns every metric column into rows, that one too, instead of dropping it."""
+    path = tmp_path / "v5.duckdb"
+    _v5_store(path)
+    con = duckdb.connect(str(path))
+    con.execute(f"ALTER TABLE localization ADD COLUMN {toy_metric} DOUBLE")
+    con.execute(f"UPDATE localization SET {toy_metric} = 0.25 WHERE image_id = 'i1' AND source = 'explainer'")
+    con.close()
+    with write_store(path):
+        pass  # a writer migrates on open
+    with open_store(path) as s:
+        assert s.schema_version() == SCHEMA_VERSION
+        got = s.table("localization", source="explainer", image_id="i1")
+    assert got[toy_metric].tolist() == [0.25]

@@ -21,8 +21,7 @@ import pandas as pd
 
 from ...data.phantom import PhantomConfig
 from ...explain import method_names
-from ...store import open_store
-from ...store._snapshot import export_table, import_table
+from ...store import export_table, import_table, open_store
 from ..maps import MapPlan, cam_stage
 from ..predict import predictions_stage, thresholds_stage
 from ..runner import Stage
@@ -45,7 +44,8 @@ class Check:
 
 _CHEAP = tuple(method_names(cost="cheap"))
 _LOCALIZATION_KEY = ("model_id", "image_id", "label", "source", "method", "params_key", "reader")
-_SCORED = (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))), Stage("localization", localization_stage))
+_SCORED = (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))),
+           Stage("localization", localization_stage))
 CHECKS = {
     "predictions": Check(("model_id", "image_id", "label"), (Stage("predictions", predictions_stage),)),
     "thresholds": Check(("model_id", "label"), (Stage("thresholds", thresholds_stage),), ("predictions",)),
