@@ -10,13 +10,14 @@ Usage::
 
 from ._queries import StoredMap
 from ._roots import reroot_dataset, reroot_model
-from ._schema import CAM_ONLY_META, SCHEMA_VERSION
+from ._schema import CAM_ONLY_META, LOCALIZATION_KEY, SCHEMA_VERSION
 from ._settings import main_rows, main_settings
 from ._snapshot import export_table, import_table, shipped_tables
 from ._store import Store, StoreWriter, open_store, params_key, write_store
 
 __all__ = [
     "CAM_ONLY_META",
+    "LOCALIZATION_KEY",
     "SCHEMA_VERSION",
     "Store",
     "StoreWriter",

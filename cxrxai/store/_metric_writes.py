@@ -46,20 +46,10 @@ class MetricTableWriter:
     def _table_columns(self, table: str) -> list[str]:
         """The columns a frame written to ``table`` may have: its stored columns, and for
         ``localization`` one per registered metric (stored as rows of ``localization_scores``)."""
-        stored = self._stored_columns(table)
+        stored = self._columns(table)
         if table != "localization":
             return stored
         return stored + [n for n in metric_names() if n not in stored]
-
-    def _stored_columns(self, table: str) -> list[str]:
-        return [
-            r[0]
-            for r in self._con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                "ORDER BY ordinal_position",
-                [table],
-            ).fetchall()
-        ]
 
     def _put_localization(self, df: pd.DataFrame) -> int:
         """The per-map fields of ``df`` into ``localization`` (only the columns it has: an existing
@@ -68,7 +58,7 @@ class MetricTableWriter:
             return 0
         if "source" not in df.columns:
             df = df.assign(source="explainer")
-        stored = self._stored_columns("localization")
+        stored = self._columns("localization")
         fields = [c for c in stored if c in df.columns]
         metrics = [c for c in df.columns if c not in stored]
         self._upsert("localization", df, fields)  # INSERT OR REPLACE sets these columns only

@@ -63,7 +63,7 @@ def test_a_v5_store_reads_the_same_wide_frame_before_and_after_a_writer_migrates
     with write_store(path) as w:
         assert w.schema_version() == SCHEMA_VERSION == 6
         assert w._rows("SELECT count(*) FROM localization_scores")[0][0] == 4 * len(V5_METRICS)
-        assert "iou" not in w._stored_columns("localization")  # the scores left the per-map table
+        assert "iou" not in w._columns("localization")  # the scores left the per-map table
     with open_store(path) as s:
         pd.testing.assert_frame_equal(_sorted(s.table("localization")), old)
         explainer = s.table("localization", source="explainer", image_id="i1")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...data.phantom import PhantomConfig
 from ...explain import method_names
-from ...store import export_table, import_table, open_store
+from ...store import LOCALIZATION_KEY, export_table, import_table, open_store
 from ..maps import MapPlan, cam_stage
 from ..predict import predictions_stage, thresholds_stage
 from ..runner import Stage
@@ -43,16 +43,15 @@ class Check:
 
 
 _CHEAP = tuple(method_names(cost="cheap"))
-_LOCALIZATION_KEY = ("model_id", "image_id", "label", "source", "method", "params_key", "reader")
 _SCORED = (Stage("cams", lambda ctx: cam_stage(ctx, MapPlan(split=None))),
            Stage("localization", localization_stage))
 CHECKS = {
     "predictions": Check(("model_id", "image_id", "label"), (Stage("predictions", predictions_stage),)),
     "thresholds": Check(("model_id", "label"), (Stage("thresholds", thresholds_stage),), ("predictions",)),
     # per map: probability and decision; per (map, metric): the score (schema v6, stored long)
-    "localization": Check(_LOCALIZATION_KEY, _SCORED, ("predictions", "thresholds"),
+    "localization": Check(LOCALIZATION_KEY, _SCORED, ("predictions", "thresholds"),
                           rows=f"source == 'explainer' and method in {list(_CHEAP)}"),
-    "localization_scores": Check((*_LOCALIZATION_KEY, "metric"), _SCORED, ("predictions", "thresholds"),
+    "localization_scores": Check((*LOCALIZATION_KEY, "metric"), _SCORED, ("predictions", "thresholds"),
                                  rows=f"source == 'explainer' and method in {list(_CHEAP)}"),
 }
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).

@@ -16,12 +16,13 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from ... import paths
-from ...errors import EvidenceSnapshotError
+from ...errors import EvidenceSnapshotError, UnknownNameError
 from ...models.spec import ModelSpec
 from ...store import export_table, import_table, open_store, shipped_tables
 from ...store.status import read_status
 from ..maps import MapPlan
 from ..runner import Stage
+from ..stages import get_stage
 from . import provenance
 from .provenance import PROVENANCE, completed_steps, sha256
 
@@ -138,14 +139,22 @@ def covered_steps(store) -> set[tuple[str, str, str]]:
     return {(name, stage, model) for _r, name, stage, model in steps}
 
 
+def _unscored(ctx, stage_name: str) -> bool:
+    """Whether a stage that writes localization scores has (map, metric) pairs to score: a metric
+    registered after the snapshot was built is scored from the stored maps, never left out."""
+    try:
+        writes = get_stage(stage_name).writes
+    except UnknownNameError:  # a build step of no registered stage (the snapshot's own import)
+        return False
+    model_id = ctx.model.spec.name
+    return "localization" in writes and len(ctx.writer.localization_missing(model_id=model_id,
+                                                                            source="explainer")) > 0
+
+
 def _skipping(round_name: str, stage: Stage) -> Stage:
     def run(ctx) -> dict:
         model_id = ctx.model.spec.name
-        if (round_name, stage.name, model_id) in covered_steps(ctx.writer) and not (
-            # a metric registered after the snapshot was built is scored from the stored maps
-            "localization" in stage.name
-            and len(ctx.writer.localization_missing(model_id=model_id, source="explainer"))
-        ):
+        if (round_name, stage.name, model_id) in covered_steps(ctx.writer) and not _unscored(ctx, stage.name):
             return {"skipped": "complete in the imported evidence snapshot"}
         return stage.run(ctx)
 
