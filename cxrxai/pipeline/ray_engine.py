@@ -216,7 +216,9 @@ class RayEngine:
         return dict(zip(nodes, ray.get(refs)))
 
     def shutdown(self) -> None:
-        if self._ray is not None and self.address is None:
+        # a driver joined to a cluster disconnects too (the cluster keeps running); left connected,
+        # Ray's exit handlers print the dead nodes' log lines after the report on stdout
+        if self._ray is not None:
             self._ray.shutdown()
         self._ray = None
         if self._working_dir is not None:

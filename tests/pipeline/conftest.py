@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from cxrxai.cli import main
 
@@ -21,9 +22,16 @@ def world(tmp_path_factory):
     layout = _layouts.folder(root / "data", n=12)
     env = {**os.environ, "CXRXAI_DATA_CACHE": str(root / "cache")}
     local = root / "local.duckdb"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))
-        assert main(_ray_argv(layout, root, local)) == 0
+    # Ray runs each 1-CPU unit on one thread; float sums are equal bit for bit only at equal thread
+    # counts, so the local engine computes the reference on one thread too (CI's xdist gives it one)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("CXRXAI_DATA_CACHE", str(root / "cache"))
+            assert main(_ray_argv(layout, root, local)) == 0
+    finally:
+        torch.set_num_threads(threads)
     return layout, root, env, local
 
 
