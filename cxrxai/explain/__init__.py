@@ -1,7 +1,7 @@
 """One API over every saliency method of the three papers.
 
->>> m = explain(model, image, target, "gradcam")          # doctest: +SKIP
->>> heat = postprocess.to_image(m, (224, 224))             # doctest: +SKIP
+    m = explain(model, image, target, "gradcam")
+    heat = postprocess.to_image(m, (224, 224))
 
 ``explain(model, image, target, method, **params) -> np.ndarray`` returns the raw, signed 2-D
 map at the method's native resolution: the CAM layer's grid for ``gradcam``/``gradcam++``,
