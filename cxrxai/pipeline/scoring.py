@@ -28,7 +28,7 @@ from ..metrics.localization import (
     points_hit,
 )
 from ..metrics.registry import score_map, segment_and_score
-from ..store import params_key
+from ..store import LOCALIZATION_KEY, params_key
 from .stages import stage
 
 __all__ = [
@@ -247,10 +247,15 @@ def average_masks(masks: list[np.ndarray]) -> np.ndarray:
        help="average-mask and random baselines (Arun et al.)")
 def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed: int = 0) -> dict:
     """Score the average training mask and a random map on every positive case of ``split``
-    (``split=None``: every split but ``train_split``)."""
+    (``split=None``: every split but ``train_split``). Stored rows resume per (row, metric): when
+    a metric was registered since, the baselines are recomputed (the same seed gives the same random
+    maps) and only the missing scores are written."""
     mid = ctx.model.spec.name
+    missing = None
     if not ctx.writer.table("localization", model_id=mid, source="baseline").empty:
-        return {"skipped": True}
+        missing = ctx.writer.localization_missing(model_id=mid, source="baseline")
+        if missing.empty:
+            return {"skipped": True}
     imgs = ctx.writer.images(dataset=ctx.dataset)
     split_of = imgs.set_index("image_id")["split"]
     truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, stage="baselines")
@@ -282,10 +287,26 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
                     }
                 )
     if rows:
-        ctx.writer.put_table("localization", pd.DataFrame(rows))
+        for frame in _only_missing(pd.DataFrame(rows), missing):
+            ctx.writer.put_table("localization", frame)
     without = sorted(set(ctx.model.spec.labels) - set(averages) - {NO_FINDING})
     return {"cases": len(rows) // 2, "labels": sorted(averages),
+            **({"metrics_added": sorted(set(missing.metric))} if missing is not None else {}),
             **({"no_training_masks": without} if without else {})}
+
+
+def _only_missing(rows: pd.DataFrame, missing: pd.DataFrame | None) -> list[pd.DataFrame]:
+    """``rows`` whole (``missing`` None: nothing stored yet), else for each metric of ``missing``
+    the rows it lacks, with their key and that metric alone (stored rows keep their other scores)."""
+    if missing is None:
+        return [rows]
+    key = list(LOCALIZATION_KEY)
+    out = []
+    for metric, lacking in missing.groupby("metric"):
+        frame = rows.merge(lacking[key], on=key)[[*key, metric]]
+        if len(frame):
+            out.append(frame)
+    return out
 
 
 @stage("second reader", reads=("annotations",), writes=("localization",),

@@ -83,3 +83,29 @@ def test_rescoring_a_store_with_nothing_missing_scores_nothing(store_copy, tiny_
     maps_after, after = _state(store_copy)
     assert maps_after == maps_before
     pd.testing.assert_frame_equal(after, before)
+
+
+def _baselines(path, model_path) -> dict:
+    from cxrxai.pipeline.scoring import baseline_stage
+
+    with write_store(path) as w:
+        ctx = BuildContext(w, "demo", load(model_path, device="cpu"), load_images=None)
+        return baseline_stage(ctx, split="test")
+
+
+def test_a_metric_registered_after_the_build_reaches_the_baselines_rows_too(
+        store_copy, tiny_model_path, toy_metric):
+    _, before = _state(store_copy)
+    baseline = before.source == "baseline"
+    assert baseline.any() and before[baseline][TOY].isna().all()
+
+    report = _baselines(store_copy, tiny_model_path)
+
+    _, after = _state(store_copy)
+    assert report["metrics_added"] == [TOY]
+    assert after[baseline][TOY].notna().all()  # the same seed's random maps and average masks
+    assert after[~baseline][TOY].isna().all()
+    pd.testing.assert_frame_equal(after.drop(columns=TOY), before.drop(columns=TOY))
+    with open_store(store_copy) as s:
+        assert s.localization_missing(model_id=MODEL, source="baseline").empty
+    assert _baselines(store_copy, tiny_model_path) == {"skipped": True}
