@@ -3,13 +3,15 @@
 The component's page is opened on its own (no app) with what the app would send for a film whose
 pixels all differ from their neighbours, larger than the display grid. After a zoom, the colour on the canvas at the screen
 point Plotly's own axes give for a film pixel's centre is ``film_figure``'s colour for that pixel,
-for the opening display and after display clicks (window/level, colour map); the toolbar's export
-(the figure with the film as shown, at the screen's scale) has the same colour there.
+for the opening display and after display clicks (window/level, colour map); the export (the
+figure with the film as shown) has the same colour there, at the screen's scale and as the
+toolbar's camera saves it.
 """
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -103,3 +105,7 @@ def test_the_canvas_shows_film_figure_s_pixel_at_plotly_s_coordinate_after_zoom_
         shown = page.evaluate(PROBE, [PIXELS, size, None])
         exported = page.evaluate("() => window.filmExport(1)")
         assert page.evaluate(PROBE, [PIXELS, size, exported]) == shown  # the export is what is on screen
+        with page.expect_download() as download:  # the toolbar's camera saves that picture (at its scale)
+            page.locator('[data-title="Download the film as shown (PNG)"]').click()
+        saved = "data:image/png;base64," + base64.b64encode(Path(download.value.path()).read_bytes()).decode()
+        assert page.evaluate(PROBE, [PIXELS, size, saved]) == shown
