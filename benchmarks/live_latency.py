@@ -90,7 +90,8 @@ def _timed_data_click(page, act) -> float:
 
 def _display_click(page) -> float:
     """Seconds from a click on the film's Map toggle to the film repainted (the browser's clock)."""
-    frame = _frame(page)
+    frame = _frame(page)  # one that has drawn its film (another explainer's controls mount a new one)
+    frame.wait_for_function("window.filmStats && window.filmStats.applied > 0", timeout=120_000)
     before = frame.evaluate("window.filmStats.applied")
     frame.locator("#show_map").click()
     frame.wait_for_function(f"window.filmStats.applied > {before}", polling=5, timeout=30_000)
