@@ -51,13 +51,14 @@ function paint(moving) {
   ctx.drawImage(shown.picture, 0, 0);
 }
 
-// Repaint with every plot, zoom and pan (once Plotly has made gd a plot)
+// Repaint with every plot, zoom, pan and resize (once Plotly has made gd a plot)
 function follow() {
   if (following) return;
   following = true;
   gd.on("plotly_afterplot", () => paint());
   gd.on("plotly_relayout", () => paint());
   gd.on("plotly_relayouting", (moving) => paint(moving));
+  window.addEventListener("resize", () => paint()); // the page's zoom changes the device pixels
 }
 
 // The figure as shown: the film's picture (the server's image trace with the canvas's picture),
