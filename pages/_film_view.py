@@ -5,8 +5,10 @@ click went through the server (0.5–1 s). The component (``pages/_film_componen
 ``index.html`` and ``film.js``, no build step) draws :func:`cxrxai.present.film.film_figure`'s
 figure with Plotly and has its own controls for map on/off, Otsu contour, opacity, floor, top-k,
 colour map and window/level: it re-blends the film from
-:func:`cxrxai.present.film_view.browser_film`'s data and redraws in place (``Plotly.react`` on the
-figure's ``uirevision``), so the zoom stays. Its settings come back to Python 0.6 s after the last
+:func:`cxrxai.present.film_view.browser_film`'s data (only what a click changes) and paints it on
+a canvas kept under Plotly's plot area, in line with its axes (``canvas.js``), so the zoom stays
+and Plotly redraws nothing but the map's layers (a restyle). The toolbar's camera exports the
+figure with the film as shown. Its settings come back to Python 0.6 s after the last
 click (the PNG export is what is on screen); that rerun sends the same figure, which the browser
 does not draw again. A new map or case (a data click) goes through the server as before.
 
@@ -30,7 +32,7 @@ from cxrxai import paths
 from cxrxai.present.film_view import TOP_K, layer_traces
 
 SOURCE = Path(__file__).parent / "_film_component"
-FILES = ("index.html", "blend.js", "film.js")
+FILES = ("index.html", "blend.js", "canvas.js", "film.js")
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 #: What Plotly's toolbar does in the component (as ``ui.chart``: PNG export offline, no logo).
 CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -81,11 +83,18 @@ def as_display(settings: dict) -> dict:
             "colormap": settings["colormap"], "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
+def component_args(fig, payload: dict, settings: dict) -> dict:
+    """What the component is given for ``fig`` (``payload``: :func:`browser_film` of the same film):
+    the figure, its data with the map's layers, the settings and the figure's revision (the
+    browser opens a film afresh only when it changes)."""
+    spec = fig.to_json()
+    rev = hashlib.blake2b(spec.encode(), digest_size=16).hexdigest()
+    return {"figure": spec, "payload": {**payload, "layers": layer_traces(fig)}, "settings": settings,
+            "rev": rev, "config": CONFIG}
+
+
 def film_view(fig, payload: dict, settings: dict, *, key: str) -> None:
     """Draw ``fig`` in the component (``payload``: :func:`browser_film` of the same film) with
     ``settings`` (:func:`browser_settings` of ``st.session_state[key]``, the component's value: its
     last settings are already there when its own rerun starts)."""
-    spec = fig.to_json()
-    rev = hashlib.blake2b(spec.encode(), digest_size=16).hexdigest()
-    _component()(figure=spec, payload={**payload, "layers": layer_traces(fig)}, settings=settings, rev=rev,
-                 config=CONFIG, key=key, default=None)
+    _component()(**component_args(fig, payload, settings), key=key, default=None)

@@ -1,16 +1,19 @@
 // The explorer's film in the browser (see pages/_film_view.py and cxrxai/present/film_view.py).
-// The figure is the server's (film_figure); a display click re-blends the film here with the
-// server's own arithmetic (float32 like NumPy, round half to even) and redraws it in place with
-// Plotly.react on the same uirevision, so the zoom stays and nothing goes to the server. The
-// settings go back to Python (debounced) only so that the PNG export is what is on screen.
+// The figure is the server's (film_figure), drawn by Plotly without its picture: the film
+// is a <canvas> under Plotly's plot area (canvas.js keeps it in line with the axes), so the colour
+// bar, the scored contour, the readers' outlines and hover stay Plotly's, above it. A display click
+// re-blends the film with the server's arithmetic (blend.js: only the stages the click changes,
+// into one ImageData) and paints the canvas; only map on/off, contour and colour map touch Plotly,
+// as a restyle of those layers (the zoom stays). The toolbar's camera exports the figure with the
+// film as shown. The settings go back to Python (debounced) for the server's PNG download.
 "use strict";
 
 const SETTLE_MS = 600; // the settings reach Python this long after the last display click
-const gd = document.getElementById("film");
 const ids = ["show_map", "otsu", "alpha", "floor", "top_k", "colormap", "lo", "hi"];
 const controls = Object.fromEntries(ids.map((id) => [id, document.getElementById(id)]));
-let shown = null; // {rev, figure, grey, heat, payload}
+let shown = null; // {rev, figure, grey, heat, payload, config, draw, image, picture}
 let settings = null;
+let layersShown = ""; // the map layers' visibility and colour scale Plotly has
 let argsSettings = ""; // the settings Python last sent (applied only when they change)
 let lastSent = ""; // the settings this component last sent to Python
 let settleTimer = null;
@@ -28,40 +31,58 @@ function bytes(b64) {
   return out;
 }
 
-function picture(s) {
-  const {width, height} = shown.payload;
-  const canvas = document.createElement("canvas");
-  canvas.width = width;
-  canvas.height = height;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(width, height);
-  blendInto(image.data, shown.grey, shown.heat, shown.payload, s);
-  ctx.putImageData(image, 0, 0);
-  return canvas.toDataURL("image/png");
+// The map's layers for the settings: {indices, visible (per index), bars, colorscale}
+function mapLayers(s) {
+  const {layers, bars} = shown.payload;
+  const indices = [...layers.bar, ...layers.note, ...layers.contour];
+  const visible = indices.map((k) => (layers.contour.includes(k) ? s.show_map && s.otsu : s.show_map));
+  return {indices, visible, bars: layers.bar, colorscale: bars[s.colormap]};
 }
 
-async function apply() {
-  if (shown === null) return;
-  const t0 = performance.now();
-  const s = settings, url = picture(s), layers = shown.payload.layers;
-  const t1 = performance.now();
-  const img = new Image();
-  img.src = url;
-  await img.decode();
-  const t2 = performance.now();
-  const data = shown.figure.data.map((trace, k) => {
-    const t = {...trace};
-    if (k === 0) t.source = url;
-    if (layers.bar.includes(k) || layers.note.includes(k)) t.visible = s.show_map;
-    if (layers.contour.includes(k)) t.visible = s.show_map && s.otsu;
-    if (layers.bar.includes(k)) t.marker = {...t.marker, colorscale: shown.payload.bars[s.colormap]};
+// The figure's traces as drawn: no picture (the canvas shows the film; an empty trace in its
+// place keeps the indices, and Plotly never decodes or redraws the picture), the map's layers as
+// the settings say
+function traces(s) {
+  const m = mapLayers(s);
+  return shown.figure.data.map((trace, k) => {
+    const t = k === 0 ? {type: "scatter", x: [], y: [], hoverinfo: "skip", showlegend: false} : {...trace};
+    const at = m.indices.indexOf(k);
+    if (at >= 0) t.visible = m.visible[at];
+    if (m.bars.includes(k)) t.marker = {...t.marker, colorscale: m.colorscale};
     return t;
   });
-  // gd.layout carries the user's zoom; the figure's uirevision keeps it through react
-  await Plotly.react(gd, data, gd.layout || shown.figure.layout, shown.config);
-  window.filmStats.parts = {picture: t1 - t0, decode: t2 - t1, react: performance.now() - t2};
+}
+
+// The map's layers brought to the settings with restyles (no layout change: the zoom stays)
+async function restyleLayers(s) {
+  const m = mapLayers(s);
+  if (m.indices.length) await Plotly.restyle(gd, {visible: m.visible}, m.indices);
+  if (m.bars.length) await Plotly.restyle(gd, {"marker.colorscale": m.bars.map(() => m.colorscale)}, m.bars);
+}
+
+async function apply(fresh) {
+  if (shown === null) return;
+  const s = settings, t0 = performance.now();
+  shown.draw(shown.image.data, s);
+  shown.picture.getContext("2d").putImageData(shown.image, 0, 0);
+  const t1 = performance.now();
+  const layers = JSON.stringify([s.show_map, s.otsu, s.colormap]);
+  if (fresh) {
+    const {layout} = shown.figure;
+    // the figure's backgrounds are drawn by the page and the canvas, under Plotly's transparent ones
+    await Plotly.react(gd, traces(s), {...layout, paper_bgcolor: CLEAR, plot_bgcolor: CLEAR}, shown.config);
+    follow();
+  } else if (layers !== layersShown) {
+    await restyleLayers(s);
+  }
+  layersShown = layers;
+  const t2 = performance.now();
+  paint();
+  const redone = shown.draw.redone.join("+") || "none";
+  window.filmStats.parts = {blend: t1 - t0, plotly: t2 - t1, paint: performance.now() - t2, redone};
   requestAnimationFrame(() => {
     window.filmStats.applied += 1;
+    window.filmStats.rev = shown.rev; // which film is drawn (a data click draws another)
     if (clickedAt !== null) window.filmStats.lastMs = performance.now() - clickedAt;
     clickedAt = null;
     document.body.dataset.applied = String(window.filmStats.applied);
@@ -95,14 +116,31 @@ function onInput(event) {
   clickedAt = event.timeStamp;
   const id = event.target.id;
   settings = {...settings, [id]: read(id)};
-  if (settings.lo >= settings.hi) settings[id === "lo" ? "lo" : "hi"] = id === "lo" ? settings.hi - 1 : settings.lo + 1;
+  if (settings.lo >= settings.hi) {
+    if (id === "lo") settings.lo = settings.hi - 1;
+    else settings.hi = settings.lo + 1;
+  }
   showSettings();
-  requestAnimationFrame(apply);
+  requestAnimationFrame(() => apply(false));
   clearTimeout(settleTimer);
   settleTimer = setTimeout(() => {
     lastSent = JSON.stringify(settings);
     post("streamlit:setComponentValue", {value: settings, dataType: "json"});
   }, SETTLE_MS);
+}
+
+// A new film (a data click): its data decoded once, the blend's buffers made for its size
+function open(args) {
+  const p = args.payload, figure = JSON.parse(args.figure);
+  const grey = bytes(p.film), heat = p.heat === null ? null : new Float32Array(bytes(p.heat).buffer);
+  const picture = document.createElement("canvas");
+  picture.width = p.width;
+  picture.height = p.height;
+  const config = {...args.config, modeBarButtonsToRemove: ["toImage"], modeBarButtonsToAdd: [
+    {name: "Download the film as shown (PNG)", icon: Plotly.Icons.camera, click: download}]};
+  shown = {rev: args.rev, figure, grey, heat, payload: p, config, draw: blender(grey, heat, p),
+    image: new ImageData(p.width, p.height), picture, ...backgrounds(figure.layout)};
+  stage.style.background = shown.paper;
 }
 
 function render(args) {
@@ -121,14 +159,10 @@ function render(args) {
       changed = true;
     }
   }
-  if (shown === null || shown.rev !== args.rev) {
-    const heat = p.heat === null ? null : new Float32Array(bytes(p.heat).buffer);
-    shown = {rev: args.rev, figure: JSON.parse(args.figure), grey: bytes(p.film), heat, payload: p,
-      config: args.config};
-    changed = true;
-  }
+  const fresh = shown === null || shown.rev !== args.rev;
+  if (fresh) open(args);
   showSettings();
-  if (changed) apply();
+  if (fresh || changed) apply(fresh);
 }
 
 for (const id of ids) controls[id].addEventListener("input", onInput);

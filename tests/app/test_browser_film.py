@@ -14,7 +14,8 @@ from test_browser import ARTIFACTS, _browser, _chromium, _no_error, _serve, app_
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RANGES = "() => { const l = document.getElementById('film')._fullLayout; return [l.xaxis.range, l.yaxis.range]; }"
-SOURCE = "() => document.getElementById('film').data[0].source"
+#: The film as shown (the canvas under the plot area, see pages/_film_component/canvas.js)
+SOURCE = "() => document.getElementById('canvas').toDataURL()"
 LAYERS = """() => { const gd = document.getElementById('film'), k = gd._fullData;
   return k.filter((t) => t.marker && t.marker.showscale || t.name && t.name.startsWith('Otsu'))
           .map((t) => t.visible); }"""

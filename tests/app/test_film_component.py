@@ -27,16 +27,24 @@ NODE = shutil.which("node")
 BLEND_JS = _film_view.SOURCE / "blend.js"
 #: Runs blend.js on each setting of the input and prints each picture's RGB bytes, base64.
 RUNNER = """
-const {blendInto} = require(process.argv[1]);
+const {blendInto, blender} = require(process.argv[1]);
 const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const p = input.payload, grey = new Uint8Array(Buffer.from(p.film, "base64"));
 const heat = p.heat === null ? null : new Float32Array(new Uint8Array(Buffer.from(p.heat, "base64")).buffer);
-const out = input.settings.map((s) => {
+const rgb = (data) => Buffer.from(data.filter((_, k) => k % 4 !== 3)).toString("base64");
+const fresh = input.settings.map((s) => {
   const data = new Uint8Array(grey.length * 4);
   blendInto(data, grey, heat, p, s);
-  return Buffer.from(data.filter((_, k) => k % 4 !== 3)).toString("base64");
+  return rgb(data);
 });
-console.log(JSON.stringify(out));
+// the component's way: one buffer, each setting after the one before, stages recomputed as needed
+const draw = blender(grey, heat, p), buffer = new Uint8Array(grey.length * 4), redone = [];
+const reused = input.settings.map((s) => {
+  draw(buffer, s);
+  redone.push(draw.redone);
+  return rgb(buffer);
+});
+console.log(JSON.stringify({fresh, reused, redone}));
 """
 SETTINGS = [{}, {"show_map": False}, {"alpha": 0.85, "floor": 0.35}, {"lo": 40, "hi": 170},
             {"top_k": 10, "colormap": "inferno"}, {"floor": 0.0, "alpha": 1.0, "lo": 99, "hi": 100},
@@ -49,10 +57,18 @@ def _drawn(fig) -> np.ndarray:
     return bgr[..., ::-1]
 
 
-def _browser(payload: dict, settings: list[dict], shape: tuple[int, int]) -> list[np.ndarray]:
+def _run(payload: dict, settings: list[dict]) -> dict:
     out = subprocess.run([NODE, "-e", RUNNER, str(BLEND_JS)], input=json.dumps(
         {"payload": payload, "settings": settings}), capture_output=True, text=True, timeout=120, check=True)
-    return [np.frombuffer(base64.b64decode(b), np.uint8).reshape(*shape, 3) for b in json.loads(out.stdout)]
+    return json.loads(out.stdout)
+
+
+def _pictures(encoded: list[str], shape: tuple[int, int]) -> list[np.ndarray]:
+    return [np.frombuffer(base64.b64decode(b), np.uint8).reshape(*shape, 3) for b in encoded]
+
+
+def _browser(payload: dict, settings: list[dict], shape: tuple[int, int]) -> list[np.ndarray]:
+    return _pictures(_run(payload, settings)["fresh"], shape)
 
 
 @pytest.mark.skipif(NODE is None, reason="needs Node to run the component's JavaScript")
@@ -69,6 +85,28 @@ def test_the_browser_draws_what_film_figure_draws_for_every_setting(mode, shape,
         display = _film_view.as_display(s)
         fig = film.film_figure(image, saliency, mode=mode, **{**display, "alpha": display["alpha"] * dim})
         assert np.array_equal(seen, _drawn(fig)), (mode, s)
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node to run the component's JavaScript")
+@pytest.mark.parametrize("mode", ["normalized", "raw"])
+def test_a_click_recomputes_only_what_it_changes_and_draws_what_film_figure_draws(mode):
+    rng = np.random.default_rng(5)
+    image = np.clip(rng.normal(110, 50, (64, 80)), 0, 255).astype(np.uint8)
+    saliency = rng.normal(size=(9, 7)).astype(np.float32)
+    payload = browser_film(image, saliency, mode=mode)
+    # one control at a time, as a user clicks: each setting is the one before with one change
+    steps = [{}, {"lo": 30}, {"hi": 200}, {"colormap": "inferno"}, {"alpha": 0.9}, {"top_k": 10},
+             {"lo": 0, "hi": 255}, {"show_map": False}, {"lo": 60}, {"show_map": True}, {"colormap": "viridis"}]
+    settings, current = [], {}
+    for step in steps:
+        current = {**current, **step}
+        settings.append(_film_view.browser_settings(current, "cam", 0.2))
+    out = _run(payload, settings)
+    assert out["redone"][1:4] == [["table"], ["table"], ["colours"]]  # window/level, colour map alone
+    assert out["redone"][4] == ["weights", "colours"] and out["redone"][8] == ["table"]
+    for s, seen in zip(settings, _pictures(out["reused"], image.shape)):
+        display = _film_view.as_display(s)
+        assert np.array_equal(seen, _drawn(film.film_figure(image, saliency, mode=mode, **display))), (mode, s)
 
 
 def test_the_layers_the_browser_hides_with_the_map_are_the_bar_and_the_scored_contour():

@@ -1,0 +1,83 @@
+// The film's <canvas>, under Plotly's plot area and in line with its axes (see film.js).
+// The canvas covers the plot area's pixel box (the axes' offset and length) and draws the film's
+// picture with the transform that puts pixel (row, column) where the image trace would (x0, dx,
+// y0, dy on the axes' current ranges): repainted after every plot, zoom and pan. Enlarged, the
+// film's pixels stay square (no smoothing), as Plotly's own image; shrunk, it is smoothed.
+// The export is the figure with the canvas's picture in its image trace.
+"use strict";
+
+const CLEAR = "rgba(0,0,0,0)";
+const gd = document.getElementById("film");
+const stage = document.getElementById("stage");
+const screen = document.getElementById("canvas");
+let following = false;
+
+// The figure's paper and plot colours (its template's where it sets none)
+function backgrounds(layout) {
+  const template = (layout.template && layout.template.layout) || {};
+  return {paper: layout.paper_bgcolor || template.paper_bgcolor || "white",
+    plot: layout.plot_bgcolor || template.plot_bgcolor || "white"};
+}
+
+// An axis range, from a zoom or pan in progress (Plotly's relayouting event) or the axis itself
+function range(axis, name, moving) {
+  const a = moving && moving[`${name}.range[0]`], b = moving && moving[`${name}.range[1]`];
+  return a !== undefined && b !== undefined ? [a, b] : axis.range;
+}
+
+// The film on the canvas for the axes' ranges (moving: a relayouting event's, while it lasts)
+function paint(moving) {
+  const full = gd._fullLayout;
+  if (shown === null || !full || !full.xaxis || !full.yaxis) return;
+  const xa = full.xaxis, ya = full.yaxis, dpr = window.devicePixelRatio || 1;
+  const width = Math.max(1, Math.round(xa._length * dpr)), height = Math.max(1, Math.round(ya._length * dpr));
+  Object.assign(screen.style, {left: `${xa._offset}px`, top: `${ya._offset}px`, width: `${width / dpr}px`,
+    height: `${height / dpr}px`});
+  if (screen.width !== width) screen.width = width;
+  if (screen.height !== height) screen.height = height;
+  const ctx = screen.getContext("2d");
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.fillStyle = shown.plot;
+  ctx.fillRect(0, 0, width, height);
+  const image = shown.figure.data[0], x0 = image.x0 || 0, y0 = image.y0 || 0;
+  const dx = image.dx || 1, dy = image.dy || 1;
+  const [a, b] = range(xa, "xaxis", moving), [c, d] = range(ya, "yaxis", moving);
+  const kx = width / (b - a), ky = height / (d - c);
+  // column u (0 at the picture's left edge) at x0 + (u - 1/2) dx; row v at y0 + (v - 1/2) dy;
+  // the canvas's x grows with x, its y grows from the range's end down
+  const sx = dx * kx, sy = -dy * ky;
+  ctx.imageSmoothingEnabled = Math.abs(sx) < 1 || Math.abs(sy) < 1;
+  ctx.setTransform(sx, 0, 0, sy, (x0 - dx / 2 - a) * kx, (d - (y0 - dy / 2)) * ky);
+  ctx.drawImage(shown.picture, 0, 0);
+}
+
+// Repaint with every plot, zoom, pan and resize (once Plotly has made gd a plot)
+function follow() {
+  if (following) return;
+  following = true;
+  gd.on("plotly_afterplot", () => paint());
+  gd.on("plotly_relayout", () => paint());
+  gd.on("plotly_relayouting", (moving) => paint(moving));
+  window.addEventListener("resize", () => paint()); // the page's zoom changes the device pixels
+}
+
+// The figure as shown: the film's picture (the server's image trace with the canvas's picture),
+// the map's layers as Plotly has them, the current zoom, the colours
+function exportFigure() {
+  const full = gd._fullLayout;
+  const picture = {...shown.figure.data[0], source: shown.picture.toDataURL("image/png")};
+  const data = gd.data.map((t, k) => (k === 0 ? picture : t));
+  const layout = {...gd.layout, paper_bgcolor: shown.paper, plot_bgcolor: shown.plot, width: full.width,
+    height: full.height, xaxis: {...gd.layout.xaxis, range: [...full.xaxis.range]},
+    yaxis: {...gd.layout.yaxis, range: [...full.yaxis.range]}};
+  return {data, layout};
+}
+
+// The toolbar's camera: the figure as shown, as a PNG (the component's toImageButtonOptions)
+function download() {
+  const options = {format: "png", filename: "film", ...shown.config.toImageButtonOptions};
+  Plotly.downloadImage(exportFigure(), options);
+}
+
+// The PNG the camera saves, as a data URL (for tests: `scale` 1 is the screen's pixels)
+window.filmExport = (scale) => Plotly.toImage(exportFigure(), {format: "png", scale});
