@@ -9,7 +9,7 @@ import numpy as np
 
 from ._maps import _map, _mask, _prepare, _same
 
-__all__ = ["coarse_pointing_game", "pointing_game", "points_hit"]
+__all__ = ["coarse_pointing_game", "peak_hit", "pointing_game", "points_hit"]
 
 
 def pointing_game(saliency, truth, *, size: tuple[int, int] | None = None) -> float:
@@ -57,6 +57,12 @@ def pointing_game(saliency, truth, *, size: tuple[int, int] | None = None) -> fl
     _same(m, t)
     if not t.any():
         return float("nan")
+    return peak_hit(m, t)
+
+
+def peak_hit(m: np.ndarray, t: np.ndarray) -> float:
+    """:func:`pointing_game` of a checked map ``m`` and a non-empty mask ``t`` of its shape: 1.0 when
+    the first maximum of ``m`` (row-major) lies in ``t``, else 0.0."""
     r, c = np.unravel_index(int(np.argmax(m)), m.shape)
     return float(t[r, c])
 
