@@ -65,17 +65,25 @@ class LabelledSort:
         # the keys' lowest bit as bytes: a bool array without an intermediate uint32 one
         at = np.flatnonzero(np.bitwise_and(keys, 1, dtype=np.uint8, casting="unsafe").view(bool))
         values = keys[at]
-        first = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+        distinct = np.empty(values.size, bool)
+        distinct[:1] = True
+        np.not_equal(values[1:], values[:-1], out=distinct[1:])
+        first = np.flatnonzero(distinct)
         start = at[first]
         below = start - first  # background pixels scoring at most the value, for now
         # a background pixel of equal value sorts just before the value's first lesion pixel (at
         # position 0, index −1 reads the largest key, never a smaller background key)
-        tie = np.flatnonzero(keys[start - 1] + 1 == keys[start])
-        run = np.searchsorted(keys, keys[start[tie]] - 1, side="left") - first[tie]
+        lowest = values[first]  # each distinct lesion score's key
+        tie = np.flatnonzero(keys[start - 1] + 1 == lowest)
+        run = np.searchsorted(keys, lowest[tie] - 1, side="left") - first[tie]
         tied = np.zeros_like(below)
         tied[tie] = below[tie] - run
         below[tie] = run
-        return Ranks(np.diff(np.r_[first, at.size]), below, tied, int(at.size), int(keys.size - at.size))
+        counts = np.empty_like(first)
+        np.subtract(first[1:], first[:-1], out=counts[:-1])
+        counts[-1:] = at.size - first[-1:]
+        return Ranks(counts, below, tied, int(at.size), int(keys.size - at.size))
+
 
 def labelled_sort(m: np.ndarray, t: np.ndarray) -> LabelledSort | None:
     """The labelled sort of map ``m`` against bool mask ``t`` (one shape), or ``None`` when ``m``
