@@ -29,8 +29,9 @@ import numpy as np
 from .. import postprocess
 from ..errors import MetricError, UnknownNameError
 from .labelled_sort import LabelledSort, labelled_sort
-from .localization import coarse_pointing_game, iou_from_counts, overlap_counts, peak_hit, probability_gate
+from .localization import iou_from_counts, overlap_counts, peak_hit, probability_gate
 from .otsu import otsu_from_sorted
+from .pointing import centre_hit
 from .ranking import ranking_from_sorted
 
 __all__ = ["CATEGORIES", "METRICS", "VIEWS", "Metric", "Scored", "Segmented", "get", "label", "metric_names",
@@ -268,7 +269,7 @@ for _m in (
     Metric(
         "pla",
         "PLA",
-        lambda s: coarse_pointing_game(s.positive, s.truth),
+        lambda s: centre_hit(s.positive, s.truth),
         "pointing",
         "the thesis's point localization: the centre pixel of the map's most important cell lies in the "
         "lesion",
