@@ -2,7 +2,8 @@
 
 Verbatim copies of ``cxrxai.metrics`` functions as of commit 6088a26: ``otsu_mask`` (uint8 map →
 OpenCV Otsu → contours filled with PIL), ``iou``, ``pointing_game`` and the ranking metrics (the two
-classes sorted apart, then searched), and ``Scored``'s preparation (positive part → bilinear upsample).
+classes sorted apart, then searched; the ROC and PR areas from their counts as ``ranking.py`` had them
+at commit 498df23), and ``Scored``'s preparation (positive part → bilinear upsample).
 :func:`reference_scores` is what ``cxrxai.metrics.registry.score_map`` returned for the ten metrics it
 had then. ``benchmarks/native_scoring.py`` times it against the current path in one run and
 ``tests/metrics/test_native_scoring.py`` requires the current path to equal it. Never imported by the
@@ -17,8 +18,8 @@ from PIL import Image, ImageDraw
 
 from cxrxai import postprocess
 from cxrxai.metrics._maps import _map, _mask, _prepare, _same
+from cxrxai.metrics.labelled_sort import Ranks as _Ranks
 from cxrxai.metrics.pointing import coarse_pointing_game
-from cxrxai.metrics.ranking import _pr_from, _Ranks, _roc_from
 
 __all__ = ["reference_otsu_mask", "reference_ranking_metrics", "reference_scores"]
 
@@ -82,6 +83,24 @@ def _reference_ranks(m: np.ndarray, t: np.ndarray) -> _Ranks:
     return _Ranks(np.diff(np.r_[first, lesion.size]), below, tied, int(lesion.size), int(background.size))
 
 
+def _reference_roc_from(r: _Ranks) -> float:
+    pairs = int(np.dot(r.lesion.astype(np.int64), 2 * r.below.astype(np.int64) + r.tied))
+    return pairs / (2 * r.n1 * r.n0)
+
+
+def _reference_pr_from(r: _Ranks, variant: str) -> float:
+    tp_at = np.cumsum(r.lesion[::-1])[::-1]  # lesion pixels scoring ≥ each value
+    tp_above = tp_at - r.lesion
+    fp_at, fp_above = r.n0 - r.below, r.n0 - r.below - r.tied
+    precision = tp_at / (tp_at + fp_at)
+    step = r.lesion / r.n1
+    if variant == "average_precision":
+        return float(max(0.0, np.sum(step * precision)))
+    above = tp_above + fp_above
+    precision_above = np.divide(tp_above, above, out=np.ones(above.shape), where=above > 0)
+    return float(np.sum(step * (precision + precision_above) / 2))
+
+
 def reference_ranking_metrics(saliency, truth) -> dict[str, float]:
     """``ranking_metrics`` as it was."""
     t = _mask(truth, "ground-truth mask")
@@ -90,8 +109,8 @@ def reference_ranking_metrics(saliency, truth) -> dict[str, float]:
     if not t.any():
         return {"roc_auc": float("nan"), "pr_auc": float("nan"), "ap": float("nan")}
     r = _reference_ranks(m, t)
-    return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": _pr_from(r, "trapezoid"),
-            "ap": _pr_from(r, "average_precision")}
+    return {"roc_auc": float("nan") if t.all() else _reference_roc_from(r),
+            "pr_auc": _reference_pr_from(r, "trapezoid"), "ap": _reference_pr_from(r, "average_precision")}
 
 
 def reference_scores(native, truth, *, prob=None, threshold=None) -> tuple[np.ndarray, dict]:

@@ -16,6 +16,7 @@ from PIL import Image, ImageDraw
 from ..errors import UnknownNameError
 from ..postprocess import upsample
 from ._maps import _map
+from .labelled_sort import LabelledSort
 
 __all__ = ["OTSU_VARIANTS", "otsu_from_sorted", "otsu_level", "otsu_mask"]
 
@@ -123,9 +124,11 @@ def otsu_level(histogram) -> int:
     return best
 
 
-def otsu_from_sorted(m: np.ndarray, ordered: np.ndarray, *, variant: str = "chexlocalize") -> np.ndarray:
+def otsu_from_sorted(m: np.ndarray, ordered: np.ndarray | LabelledSort, *, variant: str = "chexlocalize"
+                     ) -> np.ndarray:
     """:func:`otsu_mask` of a float32 map at its own size, given its values sorted ascending
-    (``np.sort(m, axis=None)``): the level histogram from ``ordered``, then one comparison of ``m``."""
+    (``np.sort(m, axis=None)``, or its :func:`~cxrxai.metrics.labelled_sort.labelled_sort`): the
+    level histogram from ``ordered``, then one comparison of ``m``."""
     low = ordered[0]
     top = ordered[-1] - low  # the maximum of m − min m: subtraction keeps the order
     if not top > 0:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._maps import _map, _mask, _prepare, _same
 
-__all__ = ["coarse_pointing_game", "pointing_game", "points_hit"]
+__all__ = ["centre_hit", "coarse_pointing_game", "peak_hit", "pointing_game", "points_hit"]
 
 
 def pointing_game(saliency, truth, *, size: tuple[int, int] | None = None) -> float:
@@ -57,6 +57,12 @@ def pointing_game(saliency, truth, *, size: tuple[int, int] | None = None) -> fl
     _same(m, t)
     if not t.any():
         return float("nan")
+    return peak_hit(m, t)
+
+
+def peak_hit(m: np.ndarray, t: np.ndarray) -> float:
+    """:func:`pointing_game` of a checked map ``m`` and a non-empty mask ``t`` of its shape: 1.0 when
+    the first maximum of ``m`` (row-major) lies in ``t``, else 0.0."""
     r, c = np.unravel_index(int(np.argmax(m)), m.shape)
     return float(t[r, c])
 
@@ -105,6 +111,12 @@ def coarse_pointing_game(saliency, truth) -> float:
     t = _mask(truth, "ground-truth mask")
     if not t.any():
         return float("nan")
+    return centre_hit(m, t)
+
+
+def centre_hit(m: np.ndarray, t: np.ndarray) -> float:
+    """:func:`coarse_pointing_game` of a checked map ``m`` and a non-empty bool mask ``t`` (any
+    size): 1.0 when the centre pixel of the map's first maximal cell lies in ``t``, else 0.0."""
     i, j = np.unravel_index(int(np.argmax(m)), m.shape)
     r = min(int(np.floor((i + 0.5) * t.shape[0] / m.shape[0])), t.shape[0] - 1)
     c = min(int(np.floor((j + 0.5) * t.shape[1] / m.shape[1])), t.shape[1] - 1)

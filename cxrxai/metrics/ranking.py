@@ -5,40 +5,29 @@ Part of :mod:`cxrxai.metrics.localization` (which re-exports these); conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..errors import UnknownNameError
 from ._maps import _mask, _prepare, _same
+from .labelled_sort import LabelledSort, Ranks, as_float32_if_exact, labelled_sort
 
 __all__ = ["PR_VARIANTS", "pr_auc", "ranking_from_sorted", "ranking_metrics", "roc_auc"]
 
 PR_VARIANTS = ("trapezoid", "average_precision")
 
 
-@dataclass(frozen=True)
-class _Ranks:
-    """The pixel ranking a map gives a mask, reduced to the lesion's distinct scores (ascending):
-    how many lesion pixels score each (``lesion``), and how many background pixels score below it
-    (``below``) and exactly it (``tied``); ``n1``, ``n0`` lesion and background pixels."""
-
-    lesion: np.ndarray
-    below: np.ndarray
-    tied: np.ndarray
-    n1: int
-    n0: int
-
-
-def _ranks(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> _Ranks:
-    """Every score sorted once (NumPy's SIMD sort; ``ordered`` when the caller has it), the lesion's
-    apart, then one search of the lesion's distinct scores among all: the background pixels below a
-    score are all pixels below it less the lesion's. Scores that float32 holds exactly (every upsampled
-    map: :func:`~cxrxai.postprocess.upsample` returns float32) are sorted as float32, half the bytes."""
-    scores, truth = m.ravel(), t.ravel().astype(bool)
-    if scores.dtype != np.float32:
-        narrow = scores.astype(np.float32)
-        scores = narrow if np.array_equal(narrow, scores) else scores
+def _ranks(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | LabelledSort | None = None) -> Ranks:
+    """The ranking's counts: read off the map's labelled sort (``ordered`` when the caller has it)
+    when the map is non-negative and float32 holds it (every upsampled positive part), else every
+    score sorted once (NumPy's SIMD sort; ``ordered`` when the caller has it), the lesion's apart,
+    then one search of the lesion's distinct scores among all: the background pixels below a score
+    are all pixels below it less the lesion's."""
+    if isinstance(ordered, LabelledSort):
+        return ordered.ranks()
+    scores, truth = as_float32_if_exact(m.ravel()), t.ravel().astype(bool)
+    labelled = labelled_sort(scores, truth) if ordered is None else None
+    if labelled is not None:
+        return labelled.ranks()
     ordered = np.sort(scores) if ordered is None else ordered
     lesion = np.sort(scores[truth])
     first = np.flatnonzero(np.r_[True, lesion[1:] != lesion[:-1]])
@@ -51,32 +40,58 @@ def _ranks(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> _
     more[more] = ordered[ends[more]] == values[more]
     ends[more] = np.searchsorted(ordered, values[more], side="right")
     tied = ends - below
-    return _Ranks(counts, below - first, tied - counts, int(lesion.size), int(scores.size - lesion.size))
+    return Ranks(counts, below - first, tied - counts, int(lesion.size), int(scores.size - lesion.size))
 
 
-def _roc_from(r: _Ranks) -> float:
+def _roc_from(r: Ranks) -> float:
     """Mann–Whitney: the share of (lesion, background) pixel pairs the map orders right, ties half,
     summed in integers (exact), which is the ROC curve's trapezoidal area."""
-    pairs = int(np.dot(r.lesion.astype(np.int64), 2 * r.below.astype(np.int64) + r.tied))
+    lesion = r.lesion.astype(np.int64, copy=False)
+    pairs = 2 * int(np.dot(lesion, r.below.astype(np.int64, copy=False))) + int(np.dot(lesion, r.tied))
     return pairs / (2 * r.n1 * r.n0)
 
 
-def _pr_from(r: _Ranks, variant: str) -> float:
-    """The precision–recall curve over distinct scores (descending), as scikit-learn's
-    ``precision_recall_curve`` draws it, ending at (recall 0, precision 1). Recall moves only at
-    scores some lesion pixel has: at such a score v the point is (R(v), P(v)) with R(v) = TP≥v / n1,
-    P(v) = TP≥v / (TP≥v + FP≥v), and the next point up the curve is the next higher distinct score's,
-    whose TP and FP are those strictly above v (the end point when nothing scores above v)."""
-    tp_at = np.cumsum(r.lesion[::-1])[::-1]  # lesion pixels scoring ≥ each value
-    tp_above = tp_at - r.lesion
-    fp_at, fp_above = r.n0 - r.below, r.n0 - r.below - r.tied
-    precision = tp_at / (tp_at + fp_at)
-    step = r.lesion / r.n1
-    if variant == "average_precision":
-        return float(max(0.0, np.sum(step * precision)))
-    above = tp_above + fp_above
-    precision_above = np.divide(tp_above, above, out=np.ones(above.shape), where=above > 0)
-    return float(np.sum(step * (precision + precision_above) / 2))
+def _pr_from(r: Ranks, variant: str) -> float:
+    """:func:`_pr_areas`' area of ``variant``."""
+    trapezoid, average_precision = _pr_areas(r)
+    return average_precision if variant == "average_precision" else trapezoid
+
+
+_CHUNK = 1 << 14  # distinct scores per step of :func:`_pr_areas`: its arrays stay in the CPU's cache
+
+
+def _pr_areas(r: Ranks) -> tuple[float, float]:
+    """Both areas (trapezoid, average precision) under the precision–recall curve over distinct
+    scores (descending), as scikit-learn's ``precision_recall_curve`` draws it, ending at (recall 0,
+    precision 1). Recall moves only at scores some lesion pixel has: at such a score v the point is
+    (R(v), P(v)) with R(v) = TP≥v / n1, P(v) = TP≥v / (TP≥v + FP≥v), and the next point up the curve
+    is the next higher distinct score's, whose TP and FP are those strictly above v (the end point
+    when nothing scores above v). The counts are integers; the areas are summed a cache-sized run
+    of scores at a time (a film's lesion has ~10⁶ distinct scores), which moves them by ~1e-16."""
+    trapezoid = average_precision = 0.0
+    lower = 0  # lesion pixels scoring below the run
+    for lo in range(0, r.lesion.size, _CHUNK):
+        lesion, run = r.lesion[lo:lo + _CHUNK], slice(lo, lo + _CHUNK)
+        up_to = np.cumsum(lesion)  # the run's lesion pixels scoring ≤ each value
+        tp = (r.n1 - lower) - up_to
+        tp += lesion  # lesion pixels scoring ≥ each value
+        lower += int(up_to[-1])
+        scored = r.n0 - r.below[run]
+        scored += tp  # pixels scoring ≥ each value
+        precision = tp / scored
+        step = lesion / r.n1
+        area = step * precision
+        average_precision += float(np.sum(area))
+        tp -= lesion  # now strictly above each value, as are (after the next line) the pixels
+        scored -= lesion
+        scored -= r.tied[run]
+        area.fill(1.0)
+        np.divide(tp, scored, out=area, where=scored > 0)
+        area += precision
+        area /= 2
+        area *= step
+        trapezoid += float(np.sum(area))
+    return trapezoid, max(0.0, average_precision)
 
 
 def _ranked(saliency, truth, size) -> tuple[np.ndarray, np.ndarray]:
@@ -210,12 +225,15 @@ def ranking_metrics(saliency, truth, *, size: tuple[int, int] | None = None) -> 
     return ranking_from_sorted(*_ranked(saliency, truth, size))
 
 
-def ranking_from_sorted(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | None = None) -> dict[str, float]:
+def ranking_from_sorted(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | LabelledSort | None = None
+                        ) -> dict[str, float]:
     """:func:`ranking_metrics` of a checked map ``m`` and bool mask ``t`` of one shape, reusing the map's
-    values already sorted ascending (``np.sort(m, axis=None)``) when given: the sort
+    values already sorted when given (``np.sort(m, axis=None)``, or its
+    :func:`~cxrxai.metrics.labelled_sort.labelled_sort` against ``t``): the sort
     :class:`~cxrxai.metrics.registry.Scored` shares with the Otsu segmentation."""
     if not t.any():
         return {"roc_auc": float("nan"), "pr_auc": float("nan"), "ap": float("nan")}
     r = _ranks(m, t, ordered)
-    return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": _pr_from(r, "trapezoid"),
-            "ap": _pr_from(r, "average_precision")}
+    trapezoid, average_precision = _pr_areas(r)
+    return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": trapezoid,
+            "ap": average_precision}

@@ -28,8 +28,10 @@ import numpy as np
 
 from .. import postprocess
 from ..errors import MetricError, UnknownNameError
-from .localization import coarse_pointing_game, iou, pointing_game, probability_gate
+from .labelled_sort import LabelledSort, labelled_sort
+from .localization import iou_from_counts, overlap_counts, peak_hit, probability_gate
 from .otsu import otsu_from_sorted
+from .pointing import centre_hit
 from .ranking import ranking_from_sorted
 
 __all__ = ["CATEGORIES", "METRICS", "VIEWS", "Metric", "Scored", "Segmented", "get", "label", "metric_names",
@@ -71,9 +73,14 @@ class Scored:
         return postprocess.upsample(self.positive, self.truth.shape)
 
     @cached_property
-    def ordered(self) -> np.ndarray:
-        """The upsampled map's values sorted ascending: one sort for the Otsu histogram and every
-        ranking metric."""
+    def ordered(self) -> LabelledSort | np.ndarray:
+        """The upsampled map's values sorted ascending, each labelled by the mask when there is a
+        lesion (:func:`~cxrxai.metrics.labelled_sort.labelled_sort`; the positive part is never
+        negative): one sort for the Otsu histogram and every ranking metric."""
+        if self.has_truth:
+            labelled = labelled_sort(self.upsampled, self.truth)
+            if labelled is not None:
+                return labelled
         return np.sort(self.upsampled, axis=None)
 
     @cached_property
@@ -89,6 +96,18 @@ class Scored:
     @cached_property
     def ranking(self) -> dict[str, float]:
         return ranking_from_sorted(self.upsampled, self.truth, self.ordered)
+
+    @cached_property
+    def overlap(self) -> tuple[int, int, int]:
+        """Segmented, lesion and shared pixels (:func:`~cxrxai.metrics.localization.overlap_counts`),
+        counted once for every IoU and area."""
+        return overlap_counts(self.segmentation, self.truth)
+
+    @cached_property
+    def gated_overlap(self) -> tuple[int, int, int]:
+        if self.gated is self.segmentation:
+            return self.overlap
+        return overlap_counts(self.gated, self.truth)
 
 
 @dataclass(frozen=True)
@@ -188,7 +207,7 @@ for _m in (
     Metric(
         "iou",
         "IoU (Otsu)",
-        lambda s: iou(s.segmentation, s.truth),
+        lambda s: iou_from_counts(*s.overlap),
         "overlap",
         "overlap of the Otsu segmentation with the ground truth (true-positive slice: NaN without a lesion)",
         SAPORTA,
@@ -199,7 +218,7 @@ for _m in (
     Metric(
         "iou_full",
         "IoU (full)",
-        lambda s: iou(s.segmentation, s.truth, convention="full"),
+        lambda s: iou_from_counts(*s.overlap, convention="full"),
         "overlap",
         "IoU scoring a segmentation without a lesion (or a lesion without a segmentation) 0",
         SAPORTA,
@@ -210,7 +229,7 @@ for _m in (
     Metric(
         "iou_gated",
         "IoU (gated)",
-        lambda s: iou(s.gated, s.truth, convention="full"),
+        lambda s: iou_from_counts(*s.gated_overlap, convention="full"),
         "overlap",
         "full IoU after emptying the segmentation when the probability is below the threshold",
         SAPORTA,
@@ -221,7 +240,7 @@ for _m in (
     Metric(
         "pred_area",
         "Segmented area",
-        lambda s: np.count_nonzero(s.segmentation) / s.segmentation.size,
+        lambda s: s.overlap[0] / s.segmentation.size,
         "area",
         "fraction of the image the Otsu segmentation covers",
         SAPORTA,
@@ -231,7 +250,7 @@ for _m in (
     Metric(
         "gt_area",
         "Lesion area",
-        lambda s: np.count_nonzero(s.truth) / s.truth.size,
+        lambda s: s.overlap[1] / s.truth.size,
         "area",
         "fraction of the image the ground truth covers",
         SAPORTA,
@@ -241,7 +260,7 @@ for _m in (
     Metric(
         "hit",
         "Hit",
-        lambda s: pointing_game(s.upsampled, s.truth),
+        lambda s: peak_hit(s.upsampled, s.truth),
         "pointing",
         "pointing game: 1 when the map's maximum lies inside the ground truth",
         SAPORTA,
@@ -250,7 +269,7 @@ for _m in (
     Metric(
         "pla",
         "PLA",
-        lambda s: coarse_pointing_game(s.positive, s.truth),
+        lambda s: centre_hit(s.positive, s.truth),
         "pointing",
         "the thesis's point localization: the centre pixel of the map's most important cell lies in the "
         "lesion",

@@ -144,6 +144,24 @@ def test_ranking_from_sorted_classes_equals_scikit_learn_on_every_kind_of_map(ki
     assert got["pr_auc"] == pytest.approx(auc(r, p), abs=1e-12)
 
 
+def test_pr_areas_summed_run_by_run_equal_scikit_learn_past_one_run():
+    """A film's lesion has ~10⁶ distinct scores and both PR areas are summed a cache-sized run of
+    them at a time: with several runs (and ties inside them) they still equal scikit-learn's."""
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve
+
+    from cxrxai.metrics.ranking import _CHUNK
+
+    rng = np.random.default_rng(23)
+    m = upsample(rng.random((40, 40)), (200, 300))  # float32, the positive part of an upsampled map
+    m[:20] = np.round(m[:20], 2)  # ties within and across classes
+    truth = rng.random(m.shape) < 0.6
+    assert np.unique(m[truth]).size > _CHUNK  # two runs at least
+    got = ranking_metrics(m, truth)
+    p, r, _ = precision_recall_curve(truth.ravel(), m.ravel())
+    assert got["ap"] == pytest.approx(average_precision_score(truth.ravel(), m.ravel()), abs=1e-12)
+    assert got["pr_auc"] == pytest.approx(auc(r, p), abs=1e-12)
+
+
 def test_otsu_on_a_two_level_map_and_a_constant_map():
     m = np.zeros((8, 8))
     m[2:6, 2:6] = 1.0
