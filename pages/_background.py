@@ -89,7 +89,8 @@ def _status(store: Store) -> None:
         done, total = status.get("done", 0), status.get("total", 0)
         if status.get("stages"):
             st.caption(_where(status))
-        st.progress(done / total if total else 0.0, text=f"{status.get('stage', '…')} · {done}/{total}")
+        task = status.get("stage") or "starting"  # no task reported yet: the build is loading
+        st.progress(done / total if total else 0.0, text=f"{task} · {done}/{total}" if total else task)
         rate = status.get("per_s")
         st.caption((f"{rate:.2f} per s · " if rate else "") + _clock(status.get("eta_s"))
                    + " of this stage; results are published every minute.")
