@@ -89,7 +89,8 @@ def _status(store: Store) -> None:
         done, total = status.get("done", 0), status.get("total", 0)
         if status.get("stages"):
             st.caption(_where(status))
-        st.progress(done / total if total else 0.0, text=f"{status.get('stage', '…')} · {done}/{total}")
+        task = status.get("stage") or "starting"  # no task reported yet: the build is loading
+        st.progress(done / total if total else 0.0, text=f"{task} · {done}/{total}" if total else task)
         rate = status.get("per_s")
         st.caption((f"{rate:.2f} per s · " if rate else "") + _clock(status.get("eta_s"))
                    + " of this stage; results are published every minute.")
@@ -108,13 +109,18 @@ def _controls(store: Store, status: dict | None) -> None:
     one unless ``CXRXAI_BACKGROUND=0`` (the app then never starts it)."""
     if status is None or str(status.get("phase", "")).startswith("precompute"):
         return  # a precompute is the terminal's own: stopped there
-    if status["running"]:  # callbacks: the run they trigger draws the status they left
-        st.button("Stop", key="_stop_build", on_click=background.stop, args=(store.path,),
-                  help="Stop the background build; what it has published stays and a later start (Resume, "
-                       "or the next server) resumes where it stopped")
+    # Not callbacks: this is a fragment, and after a click the whole page is drawn again from the
+    # status the click left, its own empty states too (a fragment's rerun would redraw the sidebar only).
+    if status["running"]:
+        if st.button("Stop", key="_stop_build",
+                     help="Stop the background build; what it has published stays and a later start (Resume, "
+                          "or the next server) resumes where it stopped"):
+            background.stop(store.path)
+            st.rerun(scope="app")
     elif status["state"] != "finished" and background.background_mode() != "off":
-        st.button("Resume", key="_resume_build", on_click=_resume, args=(store.path,),
-                  help="Start the background build again where it stopped")
+        if st.button("Resume", key="_resume_build", help="Start the background build again where it stopped"):
+            _resume(store.path)
+            st.rerun(scope="app")
 
 
 def _resume(path) -> None:

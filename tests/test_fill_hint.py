@@ -157,3 +157,17 @@ def test_a_precompute_writing_the_store_is_named(tmp_path):
                   "stage": "Grad-CAM", "done": 3, "total": 9}
         hint = fill_hint(s, "trust", MAIN, status=status, mode="on")
     assert hint.startswith("a precompute (local engine) is writing this store now (Grad-CAM 3/9)")
+
+
+@pytest.mark.parametrize("status", [
+    # as ensure_started writes it when it launches the build
+    {"pid": 1, "phase": "evidence", "state": "running", "running": True, "stage": "starting", "done": 0,
+     "total": 0},
+    # as the build's StatusWriter first writes it, before its plan and its first task
+    {"pid": 1, "phase": "evidence", "state": "running", "running": True},
+])
+def test_a_build_that_is_starting_says_so(demo, status):
+    """Before the background build has told its plan: neither "a evidence" nor a task of 0/0."""
+    hint = fill_hint(demo, "trust", MAIN, status=status, mode="on")
+    assert hint == ("the background build is starting: once it has planned its steps this says which "
+                    "computes it; what it computes shows here as it is published")

@@ -125,6 +125,15 @@ def test_a_grid_draws_one_colour_bar_one_legend_and_notes_an_empty_map():
     assert different.layout.xaxis2.matches is None  # films of different sizes keep their own zoom
 
 
+def test_a_grids_panel_titles_clear_the_black_film_frame():
+    """The panels' titles end where the plot area begins: no padding between it and its (hidden)
+    axes, which Streamlit's chart theme otherwise sets to 8 px, drawing the black plot background
+    8 px above the film, under the titles' second line (half hidden on a wide screen)."""
+    panels = [{"image": _film(64, 64), "saliency": None, "title": f"Grad-CAM · m<br>case · P 0.9 · {o}"}
+              for o in ("TP", "FN")]
+    assert film_grid(panels).layout.margin.pad == 0
+
+
 def test_captum_scale_clips_the_top_two_percent_of_the_mass():
     sal = np.ones((10, 10), np.float32)
     sal[0, 0] = 1000.0  # one outlier holds most of the mass

@@ -314,7 +314,9 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
     fig.update_annotations(font_size=12)  # the panels' titles
     fig.update_layout(
         height=height_per_row * rows + 60,
-        margin=dict(l=0, r=0, t=50, b=0),
+        # pad 0: the black plot background starts at the film, below the panels' titles (Streamlit's
+        # chart theme pads it 8 px, into their second line)
+        margin=dict(l=0, r=0, t=50, b=0, pad=0),
         legend=_legend_below(),
         dragmode="zoom",
         plot_bgcolor="black",

@@ -110,9 +110,12 @@ def _minutes(seconds: float | None) -> str:
 
 def _running_hint(store: Store, what: str, status: dict, step: tuple[int, list] | None) -> str:
     now = status.get("stage_index")
-    if not status.get("plan") or not now:  # a precompute, or a build that does not tell its plan
+    if not status.get("plan") or not now:  # a precompute, or the demo's build before it has told its plan
+        if not str(status.get("phase", "")).startswith("precompute"):
+            return ("the background build is starting: once it has planned its steps this says which "
+                    "computes it; what it computes shows here as it is published")
         task = f"{status.get('stage', '…')} {status.get('done', 0)}/{status.get('total', 0)}"
-        return (f"a {status.get('phase') or 'build'} is writing this store now ({task}); what it computes "
+        return (f"a {status['phase']} is writing this store now ({task}); what it computes "
                 "shows here as it is published")
     if step is None:
         return (f"the background build running now ({_where(status, now)}) does not compute it; once it has "

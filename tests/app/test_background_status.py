@@ -50,6 +50,16 @@ def test_the_sidebar_shows_the_running_builds_stage_progress_and_eta(monkeypatch
     assert any(c.startswith("0.10 per s · ETA 38 min 00 s") for c in captions), captions
 
 
+def test_a_build_that_is_starting_reads_starting_not_a_count_of_nothing(monkeypatch, quick_cache):
+    """The status ensure_started writes as it launches the build (no task yet): no "starting · 0/0"."""
+    store = quick_cache / "demo.duckdb"
+    background.status_path(store).write_text(json.dumps({
+        "pid": os.getpid(), "phase": "evidence", "state": "running", "stage": "starting", "done": 0, "total": 0}))
+    at = _run(monkeypatch, quick_cache, CXRXAI_BACKGROUND="0")
+    assert not at.exception
+    assert [b.proto.text for b in at.sidebar.get("progress")] == ["starting"]
+
+
 def test_the_sidebar_says_which_round_and_step_of_the_whole_build_is_running(monkeypatch, quick_cache):
     """The build's own status file (StatusWriter fed by build_demo's on_stage): round, step of all steps,
     the model, and the task's progress beneath."""
