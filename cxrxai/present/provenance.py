@@ -163,7 +163,7 @@ def report_provenance(
         "options": json.dumps({k: v for k, v in opts.items()}, default=str),
         "seed": "none (no resampling)" if seed is None else str(seed),
         "interval": INTERVALS.get(name, "none").format(**fill),
-        "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
@@ -180,7 +180,7 @@ def table_provenance(store, table: str, **context) -> dict[str, str]:
     """The header of an exported table that is not a report (the Overview's cohort, labels,
     problems): what it is, the store and its version, what it was cut to (``dataset=...``), when."""
     return {"table": table, **store_provenance(store), **{k: str(v) for k, v in context.items()},
-            "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def with_header(table: pd.DataFrame, provenance: dict[str, str] | None) -> str:
