@@ -107,8 +107,9 @@ def recompute(folder: str | Path, rows: pd.DataFrame, name: str, *, models_dir: 
 
 def differences(shipped: pd.DataFrame, recomputed: pd.DataFrame, key: tuple[str, ...], *,
                 rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
-    """Each cell where ``recomputed`` differs from ``shipped`` (numbers beyond ``rtol``/``atol``, NaN
-    equal to NaN; anything else exactly), as ``"table key: column shipped → recomputed"``."""
+    """Each cell where ``recomputed`` differs from ``shipped`` (numbers, and the arrays of a curve or a
+    thumbnail, beyond ``rtol``/``atol``, NaN equal to NaN; anything else exactly), as
+    ``"table key: column shipped → recomputed"``."""
     a = shipped.sort_values(list(key)).reset_index(drop=True)
     b = recomputed.sort_values(list(key)).reset_index(drop=True)
     out = []
@@ -116,7 +117,17 @@ def differences(shipped: pd.DataFrame, recomputed: pd.DataFrame, key: tuple[str,
         x, y = a[col], b[col]
         if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y) and x.dtype != bool:
             same = np.isclose(x.to_numpy(float), y.to_numpy(float), rtol=rtol, atol=atol, equal_nan=True)
+        elif any(isinstance(v, list | np.ndarray) for v in x):
+            same = np.array([_same_array(u, v, rtol, atol) for u, v in zip(x, y)], bool)
         else:
             same = (x.astype(object) == y.astype(object)).to_numpy() | (x.isna() & y.isna()).to_numpy()
         out += [f"{tuple(a.loc[i, list(key)])}: {col} {x[i]!r} → {y[i]!r}" for i in np.flatnonzero(~same)]
     return out
+
+
+def _same_array(u, v, rtol: float, atol: float) -> bool:
+    """Whether two array cells (a curve, a thumbnail) are equal in shape and close in value."""
+    if u is None or v is None:
+        return u is None and v is None
+    u, v = np.asarray(u, float), np.asarray(v, float)
+    return u.shape == v.shape and bool(np.allclose(u, v, rtol=rtol, atol=atol, equal_nan=True))
