@@ -1,0 +1,102 @@
+"""Every row kind the full evidence ships has a check that recomputes it: a tiny snapshot, built stage
+by stage as the demo's evidence build does (its plan at a handful of cases, the planted shortcut
+beside it) and exported with the snapshot code, has no unchecked row; for each check, a seeded
+sample recomputes equal from scratch but for the one number changed by 1e-3 in a copy."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cxrxai.models.registry import load
+from cxrxai.pipeline.demo import PHASE_STAGES, build_demo
+from cxrxai.pipeline.evidence import export_snapshot
+from cxrxai.pipeline.evidence.recompute import CHECKS, differences, recompute, sample, unchecked
+from cxrxai.pipeline.maps import MapConfig, MapPlan
+from cxrxai.pipeline.plan import BuildPlan
+from cxrxai.pipeline.shortcut import ShortcutPlan, shortcut_stage
+from cxrxai.pipeline.trust import FidelityPlan, TrustPlan
+from cxrxai.store import write_store
+
+SEED = 7
+#: The evidence stages at a handful of cases and cheap settings (a check reads a map's setting from
+#: its row; the fidelity's iterations are the demo's).
+TINY_MAPS = MapPlan(maps=(MapConfig("ig", {"steps": 4}, per_label=1), MapConfig("occlusion", {}, per_label=1)),
+                    sweep=((32, 32), (32, 16)), sweep_cases=1)
+TINY_PLAN = dict(maps=TINY_MAPS, trust=TrustPlan(images=2, methods=(("gradcam", ()),)),
+                 fidelity=FidelityPlan(cases=1, methods=("gradcam",)))
+#: The shortcut on four marked cases, a CAM and a costly method (the check reads the plan back).
+TINY_SHORTCUT = ShortcutPlan(positives=2, negatives=2, methods=(("gradcam", ()), ("saliency", ())))
+
+
+def _copy_weights(path, models) -> None:
+    for f in path.parent.glob(f"{path.stem}.*"):
+        shutil.copy(f, models / f.name)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_model_path, tiny_config, shortcut_world):
+    """(snapshot folder, models folder, phantoms folder) of a tiny evidence build: the demo's
+    evidence stages at :data:`TINY_PLAN`, a second training for the trust comparisons, and the
+    planted shortcut."""
+    root = tmp_path_factory.mktemp("evidence")
+    models, data_dir = root / "models", tiny_model_path.parent.parent / "phantoms"
+    models.mkdir()
+    shortcut_cfg, shortcut_path, _ = shortcut_world
+    for path in (tiny_model_path, shortcut_path):
+        _copy_weights(path, models)
+    names = [n for n in PHASE_STAGES["all"] if n != "shortcut"]
+    stages = BuildPlan(tuple(names), **TINY_PLAN).runnable()
+    store = root / "store.duckdb"
+    build_demo(store, model_path=models / tiny_model_path.name, data_dir=data_dir, config=tiny_config,
+               stages=stages, extra_models=[models / shortcut_path.name])
+    with write_store(store) as w:
+        shortcut_stage(w, {"shortcut": load(models / shortcut_path.name, device="cpu"),
+                           "control": load(models / tiny_model_path.name, device="cpu")},
+                       config=shortcut_cfg, data_dir=data_dir, plan=TINY_SHORTCUT)
+    export_snapshot(store, root / "snapshot")
+    return root / "snapshot", models, data_dir
+
+
+def test_the_tiny_evidence_has_every_row_kind_and_each_row_a_check(world):
+    folder = world[0]
+    assert unchecked(folder) == {}
+    empty = [name for name in CHECKS if sample(folder, name, 1, SEED).empty]
+    assert empty == []
+
+
+def _change(table: pd.DataFrame, hit, row: pd.Series, key: tuple[str, ...]) -> str:
+    """Add 1e-3 to the first finite number of ``row`` outside its key in the ``hit`` row of ``table``
+    (a row of decisions alone, e.g. a baseline's whose scores are rows of their own: flip the first
+    decision); returns the column changed."""
+    for col, value in row.items():
+        if col not in key and isinstance(value, float | np.floating) and np.isfinite(value):
+            table.loc[hit, col] = table.loc[hit, col] + 1e-3
+            return col
+    for col, value in row.items():
+        if col not in key and isinstance(value, bool | np.bool_):
+            table.loc[hit, col] = ~table.loc[hit, col].astype(bool)
+            return col
+    raise AssertionError(f"nothing to change in {dict(row)}")
+
+
+@pytest.mark.parametrize("name", sorted(set(CHECKS) - {"predictions", "thresholds", "localization",
+                                                        "localization_scores"}))
+def test_a_sample_recomputes_equal_but_a_changed_number(world, tmp_path, name):
+    folder, models, data_dir = world
+    check = CHECKS[name]
+    copy = tmp_path / "snapshot"
+    shutil.copytree(folder, copy)
+    rows = sample(copy, name, 2, SEED)
+    table = pd.read_parquet(copy / f"{check.table}.parquet")
+    hit = np.logical_and.reduce([table[k] == rows[k].iloc[0] for k in check.key])
+    assert hit.sum() == 1
+    col = _change(table, hit, rows.iloc[0], check.key)
+    table.to_parquet(copy / f"{check.table}.parquet", index=False)
+    changed = sample(copy, name, 2, SEED)
+    again = recompute(copy, changed, name, models_dir=models, data_dir=data_dir)
+    found = differences(changed, again, check.key)
+    assert len(found) == 1 and col in found[0], found
