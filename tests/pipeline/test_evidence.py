@@ -47,10 +47,14 @@ def test_every_shipped_row_has_a_check(prov):
     assert unchecked(SNAPSHOT) == {}
 
 
-@pytest.mark.parametrize("table", sorted(CHECKS))
+def _shipped_checks() -> list[str]:
+    """The checks with rows in the shipped snapshot (every check is exercised on a tiny snapshot
+    in test_evidence_checks.py, whatever ships)."""
+    return [name for name in sorted(CHECKS) if not sample(SNAPSHOT, name, 1, SEED).empty]
+
+
+@pytest.mark.parametrize("table", _shipped_checks())
 def test_a_seeded_sample_of_shipped_rows_recomputes_equal(prov, table):
-    if sample(SNAPSHOT, table, N_ROWS, SEED).empty:
-        pytest.skip(f"the snapshot ships no rows of the check {table!r}")
     rows, again = _recomputed(SNAPSHOT, table)
     assert len(rows) == min(N_ROWS, len(CHECKS[table].rows(pd.read_parquet(SNAPSHOT / f"{CHECKS[table].table}.parquet"))))
     assert differences(rows, again, CHECKS[table].key) == []
