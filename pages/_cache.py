@@ -28,6 +28,7 @@ __all__ = [
     "digest",
     "image",
     "model_performance",
+    "predicted_models",
     "report",
     "session_memo",
     "shortcut_cases",
@@ -79,6 +80,18 @@ def version(store: Store) -> str:
 
 
 # --------------------------------------------------------------------------- cached reads
+@st.cache_data(show_spinner=False, max_entries=8)
+def predicted_models(path: str, built_at: str) -> list[str]:
+    """The models with predictions (every model when none has any), read once per published version:
+    the model picker of every page had run one query per model on every rerun."""
+    store = _open(path)
+    models = store.models()
+    if models.empty:
+        return []
+    ids = models["model_id"].tolist()
+    return [m for m in ids if store.predicted_image_ids(m)] or ids
+
+
 @st.cache_data(show_spinner="Computing…", max_entries=64)
 def report(path: str, built_at: str, name: str, model_id: str, **options) -> pd.DataFrame:
     """Report ``name``; its export header (model, thresholds, explainer parameters, seed, interval
