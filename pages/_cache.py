@@ -26,6 +26,7 @@ __all__ = [
     "current_store",
     "data_audit",
     "digest",
+    "finding_choices",
     "image",
     "model_performance",
     "predicted_models",
@@ -157,6 +158,14 @@ def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd
 def case_table(path: str, built_at: str, model_id: str, method: str | None = None,
                params_key: str | None = None, split: str | None = None) -> pd.DataFrame:
     return summaries.case_table(_open(path), model_id, method=method, params_key=params_key, split=split)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def finding_choices(path: str, built_at: str, model_id: str, method: str, split: str) -> pd.DataFrame:
+    """:func:`cxrxai.summaries.finding_choices` of the model's case table, once per published version
+    (a grouping of the whole table on every click of the explorer before)."""
+    cases = case_table(path, built_at, model_id, method, split=split)
+    return summaries.finding_choices(cases, _open(path).model_spec(model_id).labels)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -37,3 +37,25 @@ def test_the_model_pickers_choices_are_read_again_when_the_store_republishes(tmp
     assert _cache.predicted_models(str(path), _cache.version(store)) == ["m", "n"]
     store.close()
     _cache._open.clear()
+
+
+def test_the_explorers_findings_are_counted_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with write_store(path) as w:
+        w.put_dataset("d", source="unit", labels=["A"])
+        w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": "d", "patient_id": ["p1"], "sex": "F",
+                                   "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test",
+                                   "width": 8, "height": 8}))
+        w.put_labels(pd.DataFrame({"image_id": ["i1"], "label": ["A"], "value": [0]}))
+    _predict(path, "m")
+    _cache._open.clear()
+    store = _cache._open(str(path))
+    choices = _cache.finding_choices(str(path), _cache.version(store), "m", "gradcam", "all")
+    assert choices.positives.tolist() == [0]
+    with write_store(path) as w:
+        w.put_labels(pd.DataFrame({"image_id": ["i1"], "label": ["A"], "value": [1]}))
+    assert store.refresh()
+    choices = _cache.finding_choices(str(path), _cache.version(store), "m", "gradcam", "all")
+    assert choices.positives.tolist() == [1]
+    store.close()
+    _cache._open.clear()
