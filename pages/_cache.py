@@ -26,8 +26,10 @@ __all__ = [
     "current_store",
     "data_audit",
     "digest",
+    "finding_choices",
     "image",
     "model_performance",
+    "predicted_models",
     "report",
     "session_memo",
     "shortcut_cases",
@@ -79,6 +81,18 @@ def version(store: Store) -> str:
 
 
 # --------------------------------------------------------------------------- cached reads
+@st.cache_data(show_spinner=False, max_entries=8)
+def predicted_models(path: str, built_at: str) -> list[str]:
+    """The models with predictions (every model when none has any), read once per published version:
+    the model picker of every page had run one query per model on every rerun."""
+    store = _open(path)
+    models = store.models()
+    if models.empty:
+        return []
+    ids = models["model_id"].tolist()
+    return [m for m in ids if store.predicted_image_ids(m)] or ids
+
+
 @st.cache_data(show_spinner="Computing…", max_entries=64)
 def report(path: str, built_at: str, name: str, model_id: str, **options) -> pd.DataFrame:
     """Report ``name``; its export header (model, thresholds, explainer parameters, seed, interval
@@ -144,6 +158,14 @@ def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd
 def case_table(path: str, built_at: str, model_id: str, method: str | None = None,
                params_key: str | None = None, split: str | None = None) -> pd.DataFrame:
     return summaries.case_table(_open(path), model_id, method=method, params_key=params_key, split=split)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def finding_choices(path: str, built_at: str, model_id: str, method: str, split: str) -> pd.DataFrame:
+    """:func:`cxrxai.summaries.finding_choices` of the model's case table, once per published version
+    (a grouping of the whole table on every click of the explorer before)."""
+    cases = case_table(path, built_at, model_id, method, split=split)
+    return summaries.finding_choices(cases, _open(path).model_spec(model_id).labels)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -17,6 +17,7 @@ from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
 from cxrxai.present.provenance import table_provenance, with_header
 from cxrxai.store import Store
+from pages._cache import predicted_models, version
 from pages._state import kept
 
 __all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
@@ -42,13 +43,10 @@ def session_owner() -> str:
 
 def pick_model(store: Store, *, key: str = "model_widget") -> str | None:
     """Model selectbox whose choice carries across pages."""
-    models = store.models()
-    if models.empty:
+    with_preds = predicted_models(str(store.path), version(store))
+    if not with_preds:
         st.info("No model in the store yet: `python -m cxrxai demo` registers the demo model and predicts.")
         return None
-    with_preds = [m for m in models["model_id"] if store.predicted_image_ids(m)] or models[
-        "model_id"
-    ].tolist()
     current = st.session_state.get(SELECTED["model"], with_preds[0])
     choice = st.selectbox(
         "Model", with_preds, index=with_preds.index(current) if current in with_preds else 0, key=key

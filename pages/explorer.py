@@ -56,7 +56,7 @@ with st.expander("Filters", expanded=True):
     pairs = ui.recalled("pairs")
     c1, c2, c3, c4 = st.columns(4)
     # the model's labels in its output order; it opens on one the dataset labels (with positives if any)
-    choice = summaries.finding_choices(cases, store.model_spec(model_id).labels).set_index("finding")
+    choice = ui.finding_choices(path, built, model_id, "gradcam", split).set_index("finding")
     findings, first = list(choice.index), choice.index[choice["default"]][0]
     finding = c1.selectbox("Finding", findings, key=ui.kept("f_finding", first, allowed=findings),
                            disabled=bool(pairs),

@@ -1,0 +1,61 @@
+"""The pages' cached store reads are kept per published version: a store republished by a running
+precompute is seen on the next rerun (the caches run bare here, outside a Streamlit runtime)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from cxrxai.models.spec import ModelSpec
+from cxrxai.store import write_store
+from pages import _cache
+
+
+def _predict(path, name: str) -> None:
+    spec = ModelSpec(name=name, arch="densenet121", labels=("A",))
+    with write_store(path) as w:
+        w.put_model(spec, weights_path=f"{name}.pt")
+        w.put_predictions(name, ["i1"], spec.labels, np.zeros((1, 1), np.float32),
+                          np.full((1, 1), 0.5, np.float32))
+
+
+def test_the_model_pickers_choices_are_read_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with write_store(path) as w:
+        w.put_dataset("d", source="unit", labels=["A"])
+        w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": "d", "patient_id": ["p1"], "sex": "F",
+                                   "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test",
+                                   "width": 8, "height": 8}))
+    _cache._open.clear()
+    store = _cache._open(str(path))
+    assert _cache.predicted_models(str(path), _cache.version(store)) == []
+    _predict(path, "m")
+    assert store.refresh()
+    assert _cache.predicted_models(str(path), _cache.version(store)) == ["m"]
+    _predict(path, "n")
+    assert store.refresh()
+    assert _cache.predicted_models(str(path), _cache.version(store)) == ["m", "n"]
+    store.close()
+    _cache._open.clear()
+
+
+def test_the_explorers_findings_are_counted_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with write_store(path) as w:
+        w.put_dataset("d", source="unit", labels=["A"])
+        w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": "d", "patient_id": ["p1"], "sex": "F",
+                                   "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test",
+                                   "width": 8, "height": 8}))
+        w.put_labels(pd.DataFrame({"image_id": ["i1"], "label": ["A"], "value": [0]}))
+    _predict(path, "m")
+    _cache._open.clear()
+    store = _cache._open(str(path))
+    choices = _cache.finding_choices(str(path), _cache.version(store), "m", "gradcam", "all")
+    assert choices.positives.tolist() == [0]
+    with write_store(path) as w:
+        w.put_labels(pd.DataFrame({"image_id": ["i1"], "label": ["A"], "value": [1]}))
+    assert store.refresh()
+    choices = _cache.finding_choices(str(path), _cache.version(store), "m", "gradcam", "all")
+    assert choices.positives.tolist() == [1]
+    store.close()
+    _cache._open.clear()
