@@ -171,3 +171,11 @@ def test_a_build_that_is_starting_says_so(demo, status):
     hint = fill_hint(demo, "trust", MAIN, status=status, mode="on")
     assert hint == ("the background build is starting: once it has planned its steps this says which "
                     "computes it; what it computes shows here as it is published")
+
+
+def test_a_demo_build_without_a_plan_names_its_task(demo):
+    """A demo build that counts a task but has told no plan (the quick phase) is not "starting"."""
+    status = {"pid": 1, "phase": "quick", "state": "running", "running": True, "stage": "cams", "done": 3,
+              "total": 9}
+    hint = fill_hint(demo, "trust", MAIN, status=status, mode="on")
+    assert hint.startswith("a demo build (quick) is writing this store now (cams 3/9)")

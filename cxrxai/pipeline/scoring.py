@@ -251,12 +251,14 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
     a metric was registered since, the baselines are recomputed (the same seed gives the same random
     maps) and only the missing scores are written."""
     mid = ctx.model.spec.name
+    imgs = ctx.writer.images(dataset=ctx.dataset)
     missing = None
-    if not ctx.writer.table("localization", model_id=mid, source="baseline").empty:
+    stored = ctx.writer.table("localization", model_id=mid, source="baseline")
+    if stored.image_id.isin(imgs.image_id).any():  # this dataset's baselines: resume them
         missing = ctx.writer.localization_missing(model_id=mid, source="baseline")
+        missing = missing[missing.image_id.isin(imgs.image_id)]
         if missing.empty:
             return {"skipped": True}
-    imgs = ctx.writer.images(dataset=ctx.dataset)
     split_of = imgs.set_index("image_id")["split"]
     truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, stage="baselines")
     _put_problems(ctx, problems)

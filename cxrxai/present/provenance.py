@@ -180,7 +180,7 @@ def table_provenance(store, table: str, **context) -> dict[str, str]:
     """The header of an exported table that is not a report (the Overview's cohort, labels,
     problems): what it is, the store and its version, what it was cut to (``dataset=...``), when."""
     return {"table": table, **store_provenance(store), **{k: str(v) for k, v in context.items()},
-            "computed": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # stamped as the page draws its button
 
 
 def with_header(table: pd.DataFrame, provenance: dict[str, str] | None) -> str:

@@ -110,12 +110,14 @@ def _minutes(seconds: float | None) -> str:
 
 def _running_hint(store: Store, what: str, status: dict, step: tuple[int, list] | None) -> str:
     now = status.get("stage_index")
-    if not status.get("plan") or not now:  # a precompute, or the demo's build before it has told its plan
-        if not str(status.get("phase", "")).startswith("precompute"):
+    if not status.get("plan") or not now:  # a precompute, or a demo build that has no plan (yet)
+        precompute = str(status.get("phase", "")).startswith("precompute")
+        if not precompute and not status.get("total"):  # neither a task of 0/0 nor "a evidence"
             return ("the background build is starting: once it has planned its steps this says which "
                     "computes it; what it computes shows here as it is published")
         task = f"{status.get('stage', '…')} {status.get('done', 0)}/{status.get('total', 0)}"
-        return (f"a {status['phase']} is writing this store now ({task}); what it computes "
+        who = status["phase"] if precompute else f"demo build ({status['phase']})"
+        return (f"a {who} is writing this store now ({task}); what it computes "
                 "shows here as it is published")
     if step is None:
         return (f"the background build running now ({_where(status, now)}) does not compute it; once it has "

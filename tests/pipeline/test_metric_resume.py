@@ -109,3 +109,10 @@ def test_a_metric_registered_after_the_build_reaches_the_baselines_rows_too(
     with open_store(store_copy) as s:
         assert s.localization_missing(model_id=MODEL, source="baseline").empty
     assert _baselines(store_copy, tiny_model_path) == {"skipped": True}
+    # the same numbers as baselines built from scratch with the metric registered: the same random maps
+    with write_store(store_copy) as w:
+        w._con.execute("DELETE FROM localization_scores WHERE source = 'baseline'")
+        w._con.execute("DELETE FROM localization WHERE source = 'baseline'")
+    assert "metrics_added" not in _baselines(store_copy, tiny_model_path)  # built whole, not resumed
+    _, fresh = _state(store_copy)
+    pd.testing.assert_frame_equal(fresh, after)
