@@ -46,7 +46,9 @@ function paint(moving) {
   // column u (0 at the picture's left edge) at x0 + (u - 1/2) dx; row v at y0 + (v - 1/2) dy;
   // the canvas's x grows with x, its y grows from the range's end down
   const sx = dx * kx, sy = -dy * ky;
-  ctx.imageSmoothingEnabled = Math.abs(sx) < 1 || Math.abs(sy) < 1;
+  // smoothed where the film is shrunk (the export draws it the same way: zsmooth below)
+  shown.smooth = Math.abs(sx) < 1 || Math.abs(sy) < 1;
+  ctx.imageSmoothingEnabled = shown.smooth;
   ctx.setTransform(sx, 0, 0, sy, (x0 - dx / 2 - a) * kx, (d - (y0 - dy / 2)) * ky);
   ctx.drawImage(shown.picture, 0, 0);
 }
@@ -65,7 +67,8 @@ function follow() {
 // the map's layers as Plotly has them, the current zoom, the colours
 function exportFigure() {
   const full = gd._fullLayout;
-  const picture = {...shown.figure.data[0], source: shown.picture.toDataURL("image/png")};
+  const picture = {...shown.figure.data[0], source: shown.picture.toDataURL("image/png"),
+    zsmooth: shown.smooth ? "fast" : false};
   const data = gd.data.map((t, k) => (k === 0 ? picture : t));
   const layout = {...gd.layout, paper_bgcolor: shown.paper, plot_bgcolor: shown.plot, width: full.width,
     height: full.height, xaxis: {...gd.layout.xaxis, range: [...full.xaxis.range]},
