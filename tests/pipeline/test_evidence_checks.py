@@ -100,3 +100,17 @@ def test_a_sample_recomputes_equal_but_a_changed_number(world, tmp_path, name):
     again = recompute(copy, changed, name, models_dir=models, data_dir=data_dir)
     found = differences(changed, again, check.key)
     assert len(found) == 1 and col in found[0], found
+
+
+def test_a_fidelity_row_of_another_region_is_found(world, tmp_path):
+    """The fidelity check recomputes with the demo plan's region, never the shipped row's own."""
+    folder, models, data_dir = world
+    check = CHECKS["fidelity"]
+    copy = tmp_path / "snapshot"
+    shutil.copytree(folder, copy)
+    table = pd.read_parquet(copy / "fidelity.parquet")
+    table["region"] = table["region"] // 2
+    table.to_parquet(copy / "fidelity.parquet", index=False)
+    rows = sample(copy, "fidelity", 1, SEED)
+    found = differences(rows, recompute(copy, rows, "fidelity", models_dir=models, data_dir=data_dir), check.key)
+    assert any(": region " in f for f in found), found
