@@ -19,13 +19,18 @@ def _predict(path, name: str) -> None:
                           np.full((1, 1), 0.5, np.float32))
 
 
-def test_the_model_pickers_choices_are_read_again_when_the_store_republishes(tmp_path):
-    path = tmp_path / "s.duckdb"
+def _one_image(path) -> None:
+    """A store of one dataset ("d", label A) holding one 8 × 8 test image, i1."""
     with write_store(path) as w:
         w.put_dataset("d", source="unit", labels=["A"])
         w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": "d", "patient_id": ["p1"], "sex": "F",
                                    "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test",
                                    "width": 8, "height": 8}))
+
+
+def test_the_model_pickers_choices_are_read_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    _one_image(path)
     _cache._open.clear()
     store = _cache._open(str(path))
     assert _cache.predicted_models(str(path), _cache.version(store)) == []
@@ -41,11 +46,8 @@ def test_the_model_pickers_choices_are_read_again_when_the_store_republishes(tmp
 
 def test_the_explorers_findings_are_counted_again_when_the_store_republishes(tmp_path):
     path = tmp_path / "s.duckdb"
+    _one_image(path)
     with write_store(path) as w:
-        w.put_dataset("d", source="unit", labels=["A"])
-        w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": "d", "patient_id": ["p1"], "sex": "F",
-                                   "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test",
-                                   "width": 8, "height": 8}))
         w.put_labels(pd.DataFrame({"image_id": ["i1"], "label": ["A"], "value": [0]}))
     _predict(path, "m")
     _cache._open.clear()
