@@ -135,7 +135,7 @@ def stoppable(status: StatusWriter | None, *, environ: Mapping[str, str] | None 
     def request(reason: str) -> None:
         if status.stop_reason is None:
             status.stop_reason = reason
-            timers.append(threading.Timer(grace_s, os._exit, args=(3,)))
+            timers.append(threading.Timer(grace_s, _forced_exit, args=(status, reason, grace_s)))
             timers[-1].daemon = True
             timers[-1].start()
 
@@ -154,6 +154,16 @@ def stoppable(status: StatusWriter | None, *, environ: Mapping[str, str] | None 
         signal.signal(signal.SIGTERM, previous)
         for timer in timers:
             timer.cancel()
+
+
+def _forced_exit(status: StatusWriter, reason: str, grace_s: float) -> None:
+    """End a build that was asked to stop and did not reach a step where it could: its status says
+    ``stopped`` and why first (else it would read ``running`` with no process behind it)."""
+    try:
+        status.finish(stopped=f"{reason}; it reached no step where it could stop within {grace_s:g} s and "
+                              "was ended there (its store stays as last published)")
+    finally:
+        os._exit(3)
 
 
 def _follow_parent(parent: int, request, poll_s: float) -> None:

@@ -142,3 +142,27 @@ def test_the_build_is_told_its_parent_unless_keep(tmp_path, mode, parent):
     background.ensure_started(store, complete=False, command=command, environ={"CXRXAI_BACKGROUND": mode})
     assert _wait(lambda: env_file.exists() and background.read_status(store)["state"] == "stopped")
     assert env_file.read_text() == (str(os.getpid()) if parent else "")
+
+
+STUCK_BUILD = """
+import sys, time
+from cxrxai.pipeline import background
+
+status = background.StatusWriter(sys.argv[1], phase="evidence", every_s=0.0)
+with background.stoppable(status, poll_s=0.05, grace_s=0.5):
+    status.stage({"round": 1, "rounds": 1, "stage": 1, "stages": 1, "name": "long", "model": "fake", "plan": None})
+    print("started", flush=True)
+    time.sleep(60)  # one long step: never a point where the build can stop cleanly
+"""
+
+
+def test_a_build_ended_after_its_grace_says_it_was_stopped_and_why(tmp_path):
+    status_file = tmp_path / "s.duckdb.build.json"
+    build = subprocess.Popen([sys.executable, str(_script(tmp_path, "stuck.py", STUCK_BUILD)), str(status_file)],
+                             stdout=subprocess.PIPE, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True)
+    assert build.stdout.readline().strip() == "started"
+    build.terminate()  # SIGTERM, as the sidebar's Stop sends
+    assert build.wait(timeout=30) == 3
+    status = background.read_status(tmp_path / "s.duckdb")
+    assert status["state"] == "stopped" and not status["running"]
+    assert "SIGTERM" in status["stopped_by"] and "within 0.5 s" in status["stopped_by"]
