@@ -75,7 +75,7 @@ def _keep_measured(images: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
         return images
     before = stored.set_index("image_id")
     out = images.copy()
-    for col in ("height", "width", "decode_note"):
+    for col in [c for c in ("height", "width", "decode_note") if c in out]:  # an import decodes nothing
         out[col] = out[col].where(out[col].notna(), out["image_id"].map(before[col]))
     return out
 
@@ -108,7 +108,7 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, plan: Buil
     )
     with write_store(store_path, fresh=fresh) as writer:
         _refuse_old_names(writer, model.spec.name, match, tables)
-        report["new_problems"] = _put_cases(writer, tables, images, annotations, problems)
+        report["new_problems"] = put_cases(writer, tables, images, annotations, problems)
         writer.put_model(model.spec, weights_path=model_path and str(absolute(model_path)))
         writer.put_label_matches(tables.name, model.spec.name, match.rows())
         writer.publish()
@@ -144,9 +144,10 @@ def _decode(tables, model, match: LabelMatch, split: str | None, cache_dir, *, w
     return images, decoded, annotations, problems
 
 
-def _put_cases(writer, tables, images: pd.DataFrame, annotations: pd.DataFrame,
+def put_cases(writer, tables, images: pd.DataFrame, annotations: pd.DataFrame,
                problems: pd.DataFrame) -> int:
-    """Register the dataset, its images, labels, boxes and problems; the number of new problems."""
+    """Register the dataset, its images (sizes an earlier run measured kept), labels, boxes and
+    problems; the number of new problems. Precompute and ``import-predictions`` both write cases here."""
     writer.put_dataset(
         tables.name,
         source=tables.source,

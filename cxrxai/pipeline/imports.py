@@ -12,7 +12,7 @@ from ..errors import DataError
 from ..labels import LabelMatch, match_labels
 from ..models.spec import ModelSpec
 from ..store import write_store
-from .dataset import label_report, refuse_another_root
+from .dataset import label_report, put_cases, refuse_another_root
 from .predict import store_thresholds
 
 __all__ = ["import_predictions"]
@@ -69,19 +69,8 @@ def import_predictions(store_path: str | Path, tables, predictions: pd.DataFrame
         problems.append(_threshold_problems(labels, thresholds, thresholds_source))
     with write_store(store_path, fresh=fresh) as writer:
         refuse_another_root(writer, tables)
-        writer.put_dataset(
-            tables.name,
-            source=tables.source,
-            labels=list(tables.label_names),
-            root=str(tables.root),
-            description=tables.description,
-            config=tables.config,
-        )
-        writer.put_images(tables.images.assign(dataset=tables.name))
-        writer.put_labels(tables.labels)
-        if len(tables.annotations):
-            writer.put_annotations(tables.annotations)
-        n_problems = writer.put_problems(pd.concat(problems, ignore_index=True).assign(dataset=tables.name))
+        n_problems = put_cases(writer, tables, tables.images, tables.annotations,
+                               pd.concat(problems, ignore_index=True).assign(dataset=tables.name))
         writer.put_model(spec)
         writer.put_label_matches(tables.name, model_name, match.rows())
         writer.put_predictions(
