@@ -64,8 +64,8 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-ray
 $(STORE): | $(VENV)/.installed $(MODEL)
 	$(BIN)/python -m cxrxai demo --phase quick
 
-# The shipped evidence snapshot (data_cache/evidence: the result tables as Parquet, not the maps, with
-# their provenance), rebuilt from scratch the way the app builds it: the quick phase, then the background
+# The shipped evidence snapshot (data_cache/evidence: the result tables as Parquet, the maps only at their
+# explainer's grid — CAMs, occlusion windows — with their provenance), rebuilt from scratch the way the app builds it: the quick phase, then the background
 # build's rounds over every demo model (about 2 h 25 min on 2 CPU cores), then the export. A new demo store
 # starts from it; tests/pipeline/test_evidence.py recomputes a sample of its rows.
 EVIDENCE_STORE := data_cache/evidence-build.duckdb

@@ -162,8 +162,9 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
                         "(default: the shipped data_cache/evidence)")
     p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
     p.add_argument("--export-snapshot", type=Path, default=None, metavar="DIR",
-                   help="then export the store's result tables (not its maps) and their provenance to DIR as "
-                        "an evidence snapshot (`make demo-evidence`: into the shipped data_cache/evidence)")
+                   help="then export the store's result tables (of the maps, those at their explainer's "
+                        "grid) and their provenance to DIR as an evidence snapshot "
+                        "(`make demo-evidence`: into the shipped data_cache/evidence)")
     _add_phantom(p)
 
 

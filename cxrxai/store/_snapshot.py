@@ -3,8 +3,10 @@
 Which tables travel comes from the schema (:data:`~cxrxai.store._schema.TABLES`), so a table a
 later schema version adds is shipped without a change here. Left out: the tables a build writes
 from its inputs (:data:`REGENERATED`: the phantom cases, their labels and masks, rebuilt from their
-seeds in seconds) and the bulky ones (:data:`BULKY`: the saliency maps, recomputed when a page
-opens one). ``models`` travels without its machine-specific ``weights_path``; ``meta`` without
+seeds in seconds). Of the saliency maps only those at their explainer's own grid travel (a CAM at
+the network's feature grid, an occlusion map's window scores: tens to hundreds of values each);
+a map at the input's pixels (:data:`PIXEL_MAPS`: 50,176 values at 224 px) is recomputed where a
+page opens one. ``models`` travels without its machine-specific ``weights_path``; ``meta`` without
 the keys that describe one store file (:data:`LOCAL_META`).
 """
 
@@ -15,19 +17,20 @@ from pathlib import Path
 from ..errors import StoreError
 from ._schema import TABLES
 
-__all__ = ["BULKY", "LOCAL_META", "REGENERATED", "export_table", "import_table", "shipped_tables"]
+__all__ = ["LOCAL_META", "PIXEL_MAPS", "REGENERATED", "export_table", "import_table", "shipped_tables"]
 
 #: Written by a build from its inputs (the seeded phantoms): never shipped.
 REGENERATED = ("datasets", "images", "labels", "annotations")
-#: Too big to ship (a pixel map is 200 kB): recomputed live where a page opens one.
-BULKY = ("maps",)
+#: The ``kind`` of the maps too big to ship (a map at the input's pixels is 200 kB at 224 px):
+#: recomputed live where a page opens one.
+PIXEL_MAPS = "pixel"
 #: Meta keys of one store file (its version and when it was published), not of its results.
 LOCAL_META = ("schema_version", "built_at")
 
 
 def shipped_tables() -> tuple[str, ...]:
-    """Every table of the schema but the regenerated and the bulky ones, in schema order."""
-    return tuple(t for t in TABLES if t not in REGENERATED + BULKY)
+    """Every table of the schema but the regenerated ones, in schema order (the maps in part)."""
+    return tuple(t for t in TABLES if t not in REGENERATED)
 
 
 def _quote(path: Path) -> str:
@@ -41,6 +44,8 @@ def _select(table: str) -> str:
         return f"SELECT * FROM meta WHERE key NOT IN ({keys}) ORDER BY ALL"
     if table == "models":
         return "SELECT * REPLACE (NULL::VARCHAR AS weights_path) FROM models ORDER BY model_id"
+    if table == "maps":
+        return f"SELECT * FROM maps WHERE kind <> '{PIXEL_MAPS}' ORDER BY ALL"
     return f"SELECT * FROM {table} ORDER BY ALL"
 
 

@@ -5,6 +5,7 @@ sample recomputes equal from scratch but for the one number changed by 1e-3 in a
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -13,13 +14,14 @@ import pytest
 
 from cxrxai.models.registry import load
 from cxrxai.pipeline.demo import PHASE_STAGES, build_demo
-from cxrxai.pipeline.evidence import export_snapshot
-from cxrxai.pipeline.evidence.recompute import CHECKS, differences, recompute, sample, unchecked
+from cxrxai.pipeline.evidence import PROVENANCE, export_snapshot, import_snapshot
+from cxrxai.pipeline.evidence.recompute import CHECKS, RUN_COLUMNS, differences, recompute, sample, unchecked
 from cxrxai.pipeline.maps import MapConfig, MapPlan
 from cxrxai.pipeline.plan import BuildPlan
 from cxrxai.pipeline.shortcut import ShortcutPlan, shortcut_stage
 from cxrxai.pipeline.trust import FidelityPlan, TrustPlan
-from cxrxai.store import write_store
+from cxrxai.reports.thesis import occlusion_sweep
+from cxrxai.store import open_store, write_store
 
 SEED = 7
 #: The evidence stages at a handful of cases and cheap settings (a check reads a map's setting from
@@ -68,16 +70,47 @@ def test_the_tiny_evidence_has_every_row_kind_and_each_row_a_check(world):
     assert empty == []
 
 
+def test_the_maps_at_their_explainers_grid_ship_and_the_sweep_report_reads_them(world, tmp_path):
+    """CAMs and occlusion windows travel (the maps at the input's pixels do not): a store that
+    imported the snapshot gives the occlusion sweep's report exactly as the build's store does."""
+    folder, models, _ = world
+    with open_store(folder.parent / "store.duckdb") as s:
+        built = s.map_index()
+        report = occlusion_sweep(s, built.model_id.iloc[0])
+    assert set(built.kind) == {"cam", "occlusion_grid", "pixel"}
+    shipped = pd.read_parquet(folder / "maps.parquet")
+    assert set(shipped.kind) == {"cam", "occlusion_grid"}
+    assert len(shipped) == (built.kind != "pixel").sum()
+    phantoms = json.loads((folder / PROVENANCE).read_text())["phantom_config"]
+    store = tmp_path / "new.duckdb"
+    with write_store(store) as w:
+        w.put_dataset("demo", source="test", labels=["Nodule"], config=phantoms)
+        got = import_snapshot(w, folder, models_dir=models, phantom_config=phantoms)
+    assert got["rows"]["maps"] == len(shipped)
+    with open_store(store) as s:
+        pd.testing.assert_frame_equal(occlusion_sweep(s, built.model_id.iloc[0]), report)
+    assert len(report) == 2 and (report.maps > 0).all()
+
+
 def _change(table: pd.DataFrame, hit, row: pd.Series, key: tuple[str, ...]) -> str:
-    """Add 1e-3 to the first finite number of ``row`` outside its key in the ``hit`` row of ``table``
-    (a row of decisions alone, e.g. a baseline's whose scores are rows of their own: flip the first
-    decision); returns the column changed."""
-    for col, value in row.items():
-        if col not in key and isinstance(value, float | np.floating) and np.isfinite(value):
+    """Add 1e-3 to the first finite number of ``row`` outside its key and the run's own columns in the
+    ``hit`` row of ``table``, or to the first value of its first array (a map); in a row of
+    decisions alone (a baseline's, whose scores are rows of their own) flip the first decision;
+    returns the column changed."""
+    cols = [c for c in row.index if c not in key and c not in RUN_COLUMNS]
+    for col in cols:
+        if isinstance(row[col], float | np.floating) and np.isfinite(row[col]):
             table.loc[hit, col] = table.loc[hit, col] + 1e-3
             return col
-    for col, value in row.items():
-        if col not in key and isinstance(value, bool | np.bool_):
+    for col in cols:
+        if isinstance(row[col], list | np.ndarray) and len(row[col]):
+            at = table.index[hit][0]
+            cell = np.array(table.at[at, col])  # a copy, in the column's own dtype
+            cell[0] += 1e-3
+            table.at[at, col] = cell
+            return col
+    for col in cols:
+        if isinstance(row[col], bool | np.bool_):
             table.loc[hit, col] = ~table.loc[hit, col].astype(bool)
             return col
     raise AssertionError(f"nothing to change in {dict(row)}")

@@ -6,8 +6,8 @@ rows in a new store: the same stage code as the demo build, over the sampled row
 images, their maps, their case) and with the demo build's plan (:func:`~cxrxai.pipeline.demo.demo_plan`),
 so the few rows of a sample cost seconds, not the build's hours. Every row kind the evidence
 phase writes has a check: predictions, thresholds, each explainer's localization (the cheap CAMs,
-the costly maps, the occlusion sweep's settings), the baselines and the second reader, the masks'
-geometry, trust, fidelity and the planted shortcut.
+the costly maps, the occlusion sweep's settings), the maps shipped at their explainer's grid, the
+baselines and the second reader, the masks' geometry, trust, fidelity and the planted shortcut.
 """
 
 from __future__ import annotations
@@ -256,6 +256,8 @@ CHECKS = {
                       per_model=False),
     "trust": Check("trust", ("model_id", "method", "kind", "image_id", "label", "step", "other_model",
                              "data_range"), _trust),
+    "maps": Check("maps", ("model_id", "image_id", "label", "method", "params_key"),
+                  lambda s: [_maps_of(s.rows)]),
     "fidelity": Check("fidelity", ("model_id", "image_id", "label", "method", "params_key"), _fidelity,
                       _LOC),
     "shortcut": Check("shortcut", ("model_id", "image_id", "method"), _shortcut, per_model=False),

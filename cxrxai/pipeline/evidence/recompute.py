@@ -25,10 +25,13 @@ from ..runner import Stage
 from . import provenance
 from .checks import CHECKS, Check, Sampled, checks_of
 
-__all__ = ["CHECKS", "Check", "differences", "recompute", "sample", "unchecked"]
+__all__ = ["CHECKS", "RUN_COLUMNS", "Check", "differences", "recompute", "sample", "unchecked"]
 
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
 _RECORDS = ("meta", "models")
+#: Columns that describe the run that wrote a row (how long a map took, on what, when), not its
+#: result: never compared.
+RUN_COLUMNS = ("seconds", "device", "created_at")
 
 
 def _rows(folder: Path, table: str) -> pd.DataFrame:
@@ -107,13 +110,13 @@ def recompute(folder: str | Path, rows: pd.DataFrame, name: str, *, models_dir: 
 
 def differences(shipped: pd.DataFrame, recomputed: pd.DataFrame, key: tuple[str, ...], *,
                 rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
-    """Each cell where ``recomputed`` differs from ``shipped`` (numbers, and the arrays of a curve or a
-    thumbnail, beyond ``rtol``/``atol``, NaN equal to NaN; anything else exactly), as
-    ``"table key: column shipped → recomputed"``."""
+    """Each cell where ``recomputed`` differs from ``shipped`` (numbers, and the arrays of a curve, a
+    thumbnail or a map, beyond ``rtol``/``atol``, NaN equal to NaN; anything else exactly; the
+    :data:`RUN_COLUMNS` not at all), as ``"table key: column shipped → recomputed"``."""
     a = shipped.sort_values(list(key)).reset_index(drop=True)
     b = recomputed.sort_values(list(key)).reset_index(drop=True)
     out = []
-    for col in a.columns:
+    for col in (c for c in a.columns if c not in RUN_COLUMNS):
         x, y = a[col], b[col]
         if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y) and x.dtype != bool:
             same = np.isclose(x.to_numpy(float), y.to_numpy(float), rtol=rtol, atol=atol, equal_nan=True)

@@ -1,11 +1,11 @@
 """Export a demo store's result tables as a shipped snapshot; import one into a new store.
 
 A snapshot is a folder of Parquet files, one per shipped table
-(:func:`~cxrxai.store.shipped_tables`: every table of the schema but the phantom cases and the maps),
-and ``provenance.json`` (:mod:`.provenance`). The demo build imports it into a store it has just
-created, after registering the cases and the model, when it belongs to these weights, schema and
-phantoms (:func:`.provenance.check`); the background build then skips the steps the snapshot holds
-complete (:func:`skip_covered`) and computes the rest.
+(:func:`~cxrxai.store.shipped_tables`: every table of the schema but the phantom cases, and of the
+maps those at their explainer's own grid), and ``provenance.json`` (:mod:`.provenance`). The demo
+build imports it into a store it has just created, after registering the cases and the model, when
+it belongs to these weights, schema and phantoms (:func:`.provenance.check`); the background build
+then skips the steps the snapshot holds complete (:func:`skip_covered`) and computes the rest.
 """
 
 from __future__ import annotations
