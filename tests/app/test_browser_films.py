@@ -47,8 +47,9 @@ PROBE = """async ([k, pixels, url]) => {
     ctx.drawImage(img, 0, 0);
     [left, top, scale] = [xa._offset, ya._offset, img.width / gd._fullLayout.width];
   }
-  return at.map(([x, y]) => Array.from(ctx.getImageData(Math.floor((x + left) * scale),
-                                                         Math.floor((y + top) * scale), 1, 1).data.slice(0, 3)));
+  const colour = ([x, y]) => ctx.getImageData(Math.floor((x + left) * scale), Math.floor((y + top) * scale),
+                                              1, 1);
+  return at.map((p) => Array.from(colour(p).data.slice(0, 3)));
 }"""
 #: Every film's canvas as a PNG data URL, in film order
 CANVASES = "() => [...document.querySelectorAll('#stage > canvas')].map((c) => c.toDataURL())"
@@ -56,7 +57,8 @@ CANVASES = "() => [...document.querySelectorAll('#stage > canvas')].map((c) => c
 RANGES = """() => { const l = document.getElementById('film')._fullLayout;
   return Object.keys(l).filter((k) => /^[xy]axis\\d*$/.test(k)).sort().map((k) => [k, l[k].range]); }"""
 #: Screen boxes [left, top, right, bottom] of the panels' titles and of the films' canvases
-BOXES = """() => { const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+BOXES = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
   return [[...document.querySelectorAll('#film .annotation-text')].map(box),
           [...document.querySelectorAll('#stage > canvas')].map(box)]; }"""
 #: Longer than the component waits after a display click before it sends the settings (film.js)
@@ -75,7 +77,8 @@ def _panels(layout: str) -> list[dict]:
         seg = np.zeros(shape, bool)
         seg[90:110, 90:110] = True  # its contour away from the sampled pixels
         panels.append({"image": image, "saliency": rng.random((12, 12)).astype(np.float32),
-                       "segmentation": seg, "dim": 0.35 if k == 1 else 1.0, "title": f"panel {k}<br>line two"})
+                       "segmentation": seg, "dim": 0.35 if k == 1 else 1.0,
+                       "title": f"panel {k}<br>line two"})  # two lines, as the layouts' titles
     return panels
 
 
