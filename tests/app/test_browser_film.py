@@ -109,7 +109,6 @@ def test_compare_and_grid_answer_display_clicks_in_the_browser_for_every_film(ap
         page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
         frame = film_frame(page)
         settled(page, frame)
-        page.screenshot(path=str(ARTIFACTS / f"explorer-{layout}.png"), full_page=True)
         assert len(frame.evaluate(CANVASES)) == films  # one component, a canvas per panel
         zoom_in(page, frame)
         zoomed, drawn = frame.evaluate(ALL_RANGES), frame.evaluate("window.filmStats.rev")
@@ -126,3 +125,4 @@ def test_compare_and_grid_answer_display_clicks_in_the_browser_for_every_film(ap
         assert len(sent) > count and frame.evaluate(ALL_RANGES) == zoomed
         assert frame.evaluate("window.filmStats.rev") == drawn and frame.evaluate(CANVASES) == after
         _no_error(page)
+        page.locator('iframe[title*="cxrxai_film"]').first.screenshot(path=str(ARTIFACTS / f"explorer-{layout}.png"))
