@@ -19,7 +19,7 @@ finest stored-free setting and Integrated Gradients with 100 steps. The live wor
 own process with cores − 1 threads (``CXRXAI_LIVE_THREADS``). Targets (issue 26): display clicks
 under 100 ms median; data clicks p95 ≤ 300 ms idle on 2 cores. Results (n, median, p95, max, the
 ratio to idle in the same run) go to ``benchmarks/results/live-latency.json``; ``--layouts-only``
-times the display clicks of the three layouts alone.
+times the display clicks of the three layouts alone (``live-latency-layouts.json``).
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def _layouts(page, port: int, clicks: int, idle: float) -> dict:
         page.goto(f"http://127.0.0.1:{port}/explorer?layout={layout}")
         page.locator(FILM).first.wait_for(timeout=120_000)
         _settled(page)
-        films = _frame(page).evaluate("document.querySelectorAll('#stage > canvas').length")
-        name = f"display ({layout}, {films} films): Map toggle"
+        films, maps = _frame(page).evaluate("[shown.films.length, shown.payload.films.filter((f) => f.heat).length]")
+        name = f"display ({layout}, {films} films, {maps} with a map): Map toggle"
         results[name] = _summary([_display_click(page) for _ in range(clicks)], idle)
         print({name: results[name]}, flush=True)
         page.wait_for_timeout(SETTLE_MS)
@@ -296,7 +296,7 @@ def main() -> None:
         server.wait(timeout=30)
     info = {**machine(), "live_threads": os.environ.get("CXRXAI_LIVE_THREADS", "cores - 1"),
             "load_average": os.getloadavg()}
-    out = Path(__file__).parent / "results" / "live-latency.json"
+    out = Path(__file__).parent / "results" / ("live-latency-layouts.json" if args.layouts_only else "live-latency.json")
     out.write_text(json.dumps({"machine": info, "store": str(args.store), "interaction": "click → film drawn",
                                "results": results}, indent=1) + "\n")
     print(f"\n{info}\nwritten to {out}")
