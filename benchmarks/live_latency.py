@@ -12,11 +12,14 @@ explorer in Debian's Chromium (Playwright) and times, ``--clicks`` times each:
   ``window.filmStats.rev`` changes): another finding (the "Finding" picker), another case (a row
   of the case table) and another explainer (``--explainers``, two with stored or quick maps);
 
-all with nothing computing, then display clicks while a live map computes: occlusion at its
+all with nothing computing; display clicks in the compare and grid layouts (the same component,
+one film per panel: a click re-blends every film), with the single film's in the same run as the
+reference; then display clicks while a live map computes: occlusion at its
 finest stored-free setting and Integrated Gradients with 100 steps. The live worker runs in its
 own process with cores − 1 threads (``CXRXAI_LIVE_THREADS``). Targets (issue 26): display clicks
 under 100 ms median; data clicks p95 ≤ 300 ms idle on 2 cores. Results (n, median, p95, max, the
-ratio to idle in the same run) go to ``benchmarks/results/live-latency.json``.
+ratio to idle in the same run) go to ``benchmarks/results/live-latency.json``; ``--layouts-only``
+times the display clicks of the three layouts alone (``live-latency-layouts.json``).
 """
 
 from __future__ import annotations
@@ -206,6 +209,37 @@ def _idle(page, clicks: int, explainers: list[str]) -> dict:
     return results
 
 
+def _settled(page, quiet_ms: int = 3000, limit_s: float = 600) -> None:
+    """Until no map computes (no Cancel) and the drawn films stay the same for ``quiet_ms``."""
+    deadline, last, since = time.perf_counter() + limit_s, None, time.perf_counter()
+    while time.perf_counter() < deadline:
+        now = (_drawn(page), page.get_by_role("button", name="Cancel").count())
+        if now != last:
+            last, since = now, time.perf_counter()
+        elif now[0] is not None and not now[1] and time.perf_counter() - since > quiet_ms / 1000:
+            return
+        page.wait_for_timeout(250)
+    raise SystemExit(f"the films never settled within {limit_s:.0f} s")
+
+
+def _layouts(page, port: int, clicks: int, idle: float) -> dict:
+    """Display clicks (the Map toggle) in the compare and grid layouts, their maps drawn."""
+    results = {}
+    for layout in ("compare", "grid"):
+        page.goto(f"http://127.0.0.1:{port}/explorer?layout={layout}")
+        page.locator(FILM).first.wait_for(timeout=120_000)
+        _settled(page)
+        films, maps = _frame(page).evaluate("[shown.films.length, shown.payload.films.filter((f) => f.heat).length]")
+        name = f"display ({layout}, {films} films, {maps} with a map): Map toggle"
+        results[name] = _summary([_display_click(page) for _ in range(clicks)], idle)
+        print({name: results[name]}, flush=True)
+        page.wait_for_timeout(SETTLE_MS)
+    page.goto(f"http://127.0.0.1:{port}/explorer")  # back to the single film (a new session)
+    page.locator(FILM).first.wait_for(timeout=120_000)
+    _settled(page)
+    return results
+
+
 def _live(page, clicks: int, idle: float) -> dict:
     """Display clicks while occlusion 8/4, then Integrated Gradients with 100 steps, compute."""
     results = {}
@@ -234,6 +268,8 @@ def main() -> None:
     parser.add_argument("--explainers", default="Grad-CAM,Grad-CAM++",
                         help="two explainers (their titles) whose maps are stored or quick, comma-separated")
     parser.add_argument("--no-live", action="store_true", help="idle clicks only")
+    parser.add_argument("--layouts-only", action="store_true",
+                        help="display clicks only: the single film, then the compare and grid layouts")
     args = parser.parse_args()
     if not args.store.is_file():
         raise SystemExit(f"no store at {args.store}: build it with `python -m cxrxai demo --phase quick`")
@@ -247,8 +283,12 @@ def main() -> None:
             page.locator(FILM).first.wait_for(timeout=120_000)
             _wait_film(page, None, 120)
             page.wait_for_timeout(3000)  # the worker warmed
-            results = _idle(page, args.clicks, args.explainers.split(","))
-            if not args.no_live:
+            if args.layouts_only:
+                results = {"display: Map toggle": _summary([_display_click(page) for _ in range(args.clicks)])}
+            else:
+                results = _idle(page, args.clicks, args.explainers.split(","))
+            results |= _layouts(page, args.port, args.clicks, results["display: Map toggle"]["median_s"])
+            if not args.no_live and not args.layouts_only:
                 results |= _live(page, args.clicks, results["display: Map toggle"]["median_s"])
             browser.close()
     finally:
@@ -256,7 +296,7 @@ def main() -> None:
         server.wait(timeout=30)
     info = {**machine(), "live_threads": os.environ.get("CXRXAI_LIVE_THREADS", "cores - 1"),
             "load_average": os.getloadavg()}
-    out = Path(__file__).parent / "results" / "live-latency.json"
+    out = Path(__file__).parent / "results" / ("live-latency-layouts.json" if args.layouts_only else "live-latency.json")
     out.write_text(json.dumps({"machine": info, "store": str(args.store), "interaction": "click → film drawn",
                                "results": results}, indent=1) + "\n")
     print(f"\n{info}\nwritten to {out}")

@@ -1,9 +1,10 @@
 """The display controls of a film (how a map is shown, never what is computed).
 
 ``map_controls``: the settings that change the map's display values (scale, smoothing, clip),
-which the server computes; the explorer's film applies the others in the browser
-(``pages/_film_view.py``). ``display_controls``: all of them as Streamlit widgets, for the
-compare and grid layouts, which draw through the server.
+which the server computes; the explorer's films (one film, compare and grid) apply the others in
+the browser (``pages/_film_view.py``). ``display_controls``: all of them as Streamlit widgets, for
+a film drawn through the server (no page draws one so since the compare and grid layouts moved to
+the component; tests/app/test_page_settings.py still pins its "Top %").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 from cxrxai import paths
-from cxrxai.present.film_view import TOP_K, layer_traces
+from cxrxai.present.film_view import TOP_K, browser_films
 
 SOURCE = Path(__file__).parent / "_film_component"
 FILES = ("index.html", "blend.js", "canvas.js", "film.js")
@@ -83,18 +83,21 @@ def as_display(settings: dict) -> dict:
             "colormap": settings["colormap"], "level": ((lo + hi) / 2, max(1, hi - lo))}
 
 
-def component_args(fig, payload: dict, settings: dict) -> dict:
-    """What the component is given for ``fig`` (``payload``: :func:`browser_film` of the same film):
-    the figure, its data with the map's layers, the settings and the figure's revision (the
-    browser opens a film afresh only when it changes)."""
+def component_args(fig, payload: dict | list[dict], settings: dict) -> dict:
+    """What the component is given for ``fig`` (``payload``: :func:`browser_film` of the same film,
+    or a list of them for a figure of several films, as :func:`browser_films` takes them): the
+    figure, its films' data with the map's layers, the settings and the figure's revision (the
+    browser opens the films afresh only when it changes)."""
     spec = fig.to_json()
     rev = hashlib.blake2b(spec.encode(), digest_size=16).hexdigest()
-    return {"figure": spec, "payload": {**payload, "layers": layer_traces(fig)}, "settings": settings,
-            "rev": rev, "config": CONFIG}
+    films = payload if isinstance(payload, list) else [payload]
+    return {"figure": spec, "payload": browser_films(fig, films), "settings": settings, "rev": rev,
+            "config": CONFIG}
 
 
-def film_view(fig, payload: dict, settings: dict, *, key: str) -> None:
-    """Draw ``fig`` in the component (``payload``: :func:`browser_film` of the same film) with
-    ``settings`` (:func:`browser_settings` of ``st.session_state[key]``, the component's value: its
-    last settings are already there when its own rerun starts)."""
+def film_view(fig, payload: dict | list[dict], settings: dict, *, key: str) -> None:
+    """Draw ``fig`` in the component (``payload``: :func:`browser_film` of the same film, or of
+    each of its films) with ``settings`` (:func:`browser_settings` of ``st.session_state[key]``,
+    the component's value: its last settings are already there when its own rerun starts); one set
+    of display controls acts on every film of the figure."""
     _component()(**component_args(fig, payload, settings), key=key, default=None)

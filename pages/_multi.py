@@ -3,7 +3,10 @@
 Both draw one Plotly figure (``cxrxai.present.film.film_grid``): every map normalised the same way onto
 one colour bar, zoom and pan shared between the panels of one film size, one legend for the
 readers. Each panel is resolved like the single view (stored map, else live; cancellable), and
-the figure is a fragment that polls itself while any of its maps computes.
+the figure is a fragment that polls itself while any of its maps computes. The figure is drawn by
+the single view's film component (``pages/_film_view.py``), one film per panel: its display
+controls act on every film in the browser (no rerun, the zoom kept); the server computes the
+map's values only (scale, smoothing, the scale's top).
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 import streamlit as st
 
 from cxrxai.explain import Setting, get, method_names
-from cxrxai.present import film
+from cxrxai.present import film, film_view
 from pages import _common as ui
-from pages import _viewer
+from pages import _film_view, _viewer
+from pages._display import map_controls
 
 __all__ = ["compare", "defaults", "grid"]
 
@@ -94,7 +98,11 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
         return f"{part}_{name}"
 
     kinds = [get(s["method"]).kind for s in specs]  # one set of controls: a pixel map's defaults if any
-    display = _viewer.display_controls(key, "pixel" if "pixel" in kinds else kinds[0])
+    kind = "pixel" if "pixel" in kinds else kinds[0]
+    values = map_controls(key, kind)  # what the server computes; the rest is the browser's
+    floor = film.display_defaults(kind)["floor"]
+    shown = _film_view.browser_settings(st.session_state.get(key("film")), kind, floor)
+    display = {**values, **_film_view.as_display(shown)}
     readers = _viewer.readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
@@ -114,14 +122,17 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
         panels.append({"image": img, "saliency": r.shown, "dim": r.dim, "title": title,
                        "segmentation": scores[-1].mask, **truth})
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
-    # kept per (panels, display) like the single view's film: a poll with no new partial map redraws nothing
-    signature = (path, built, label, columns, repr(sorted(display.items())), tuple(readers),
+    # kept per (panels, map values) like the single view's film: a poll with no new partial map and
+    # the settings' own rerun redraw nothing; drawn at the opening display (the browser applies its own)
+    signature = (path, built, label, columns, repr(sorted(values.items())), tuple(readers),
                  *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
                    for s, p in zip(specs, panels)))
-    fig = ui.session_memo(f"film_{name}", signature, lambda: film.film_grid(
+    opening = _film_view.as_display(_film_view.browser_settings(None, kind, floor))
+    fig, data = ui.session_memo(f"film_{name}", signature, lambda: (film.film_grid(
         panels, columns=columns, revision=film.view_revision(name, *(s["case"] for s in specs)),
-        height_per_row=420 if columns == 2 else 320, **display))
-    ui.chart(fig, key=f"film_{name}")
+        height_per_row=420 if columns == 2 else 320, **values, **opening),
+        [film_view.browser_film(p["image"], p["saliency"], **values, dim=p["dim"]) for p in panels]))
+    _film_view.film_view(fig, data, shown, key=key("film"))
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "
                "shared between panels of the same film size.")
     per_row = min(len(specs), 3)

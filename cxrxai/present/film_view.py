@@ -9,6 +9,8 @@ float32), the top-k cuts and colour maps computed here by the very functions the
 uses, and which traces are the map's layers. What the browser computes from them is
 :func:`~cxrxai.present.film_display.blend` over :func:`~cxrxai.present.film_display.window`,
 in float32 like NumPy, so the browser shows what ``film_figure`` draws for the same settings.
+A figure of several films (:func:`cxrxai.present.film.film_grid`: compare, grid) is drawn the same
+way, one film per image trace (:func:`browser_films`), all under one set of display settings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import base64
 import numpy as np
 import plotly.graph_objects as go
 
+from ..errors import DataError
 from .film import SEGMENTATION_NAME, display_grey
 from .film_display import (
     DIVERGING,
@@ -30,10 +33,12 @@ from .film_display import (
 )
 from .overlay import COLORMAPS
 
-__all__ = ["TOP_K", "browser_film", "layer_traces"]
+__all__ = ["TOP_K", "browser_film", "browser_films", "layer_traces"]
 
 #: The "Top %" choices (100: every value).
 TOP_K = (100, 25, 10, 5, 1)
+#: What :func:`browser_film` gives that is the same for every film of a figure (one display mode)
+SHARED = ("signed", "luts", "bars")
 
 
 def _b64(array: np.ndarray) -> str:
@@ -75,3 +80,19 @@ def browser_film(image: np.ndarray, saliency: np.ndarray | None, *, mode: str = 
         out["heat"] = _b64(heat.astype(np.float32))
         out["cuts"] = {str(k): top_k_cut(heat, k) for k in TOP_K if k != 100}
     return out
+
+
+def browser_films(fig: go.Figure, films: list[dict]) -> dict:
+    """The component's data for a figure of one or more films: ``films`` is :func:`browser_film`
+    of each film, in the order of the figure's image traces (``film_figure``: one; ``film_grid``:
+    one per panel), all in one display mode. Each film is told its image trace and that trace's
+    axes (the browser paints it under that subplot); the colour maps and the map's layers
+    (:func:`layer_traces`) are given once, for the whole figure."""
+    images = [k for k, trace in enumerate(fig.data) if trace.type == "image"]
+    if not films or len(films) != len(images):
+        raise DataError(f"a figure with {len(images)} film(s) needs as many films' data, got {len(films)}: "
+                        "one browser_film per image trace, in the figure's order")
+    own = [{name: value for name, value in data.items() if name not in SHARED} for data in films]
+    placed = [{**data, "trace": k, "xaxis": fig.data[k].xaxis or "x", "yaxis": fig.data[k].yaxis or "y"}
+              for data, k in zip(own, images)]
+    return {**{name: films[0][name] for name in SHARED}, "films": placed, "layers": layer_traces(fig)}

@@ -1,15 +1,15 @@
-// The film's <canvas>, under Plotly's plot area and in line with its axes (see film.js).
-// The canvas covers the plot area's pixel box (the axes' offset and length) and draws the film's
+// The films' <canvas>es, each under its subplot's plot area and in line with its axes (see film.js).
+// A canvas covers its plot area's pixel box (the axes' offset and length) and draws its film's
 // picture with the transform that puts pixel (row, column) where the image trace would (x0, dx,
 // y0, dy on the axes' current ranges): repainted after every plot, zoom and pan. Enlarged, the
 // film's pixels stay square (no smoothing), as Plotly's own image; shrunk, it is smoothed.
-// The export is the figure with the canvas's picture in its image trace.
+// One figure may hold several films (compare, grid): one canvas each, the first one #canvas.
+// The export is the figure with each canvas's picture in its image trace.
 "use strict";
 
 const CLEAR = "rgba(0,0,0,0)";
 const gd = document.getElementById("film");
 const stage = document.getElementById("stage");
-const screen = document.getElementById("canvas");
 let following = false;
 
 // The figure's paper and plot colours (its template's where it sets none)
@@ -19,17 +19,36 @@ function backgrounds(layout) {
     plot: layout.plot_bgcolor || template.plot_bgcolor || "white"};
 }
 
+// A trace's axis id ("x", "y2") as the layout's key ("xaxis", "yaxis2")
+function axisKey(id) {
+  return `${id[0]}axis${id.slice(1)}`;
+}
+
+// The canvas of the k-th film (#canvas, then #canvas-1, …), made when first needed; any beyond
+// `count` (a figure with fewer films) removed
+function canvases(count) {
+  const made = [...stage.querySelectorAll(":scope > canvas")];
+  for (let k = made.length; k < count; k++) {
+    const c = document.createElement("canvas");
+    c.id = `canvas-${k}`;
+    stage.insertBefore(c, gd);
+    made.push(c);
+  }
+  made.slice(count).forEach((c) => c.remove());
+  return made.slice(0, count);
+}
+
 // An axis range, from a zoom or pan in progress (Plotly's relayouting event) or the axis itself
 function range(axis, name, moving) {
   const a = moving && moving[`${name}.range[0]`], b = moving && moving[`${name}.range[1]`];
   return a !== undefined && b !== undefined ? [a, b] : axis.range;
 }
 
-// The film on the canvas for the axes' ranges (moving: a relayouting event's, while it lasts)
-function paint(moving) {
-  const full = gd._fullLayout;
-  if (shown === null || !full || !full.xaxis || !full.yaxis) return;
-  const xa = full.xaxis, ya = full.yaxis, dpr = window.devicePixelRatio || 1;
+// One film on its canvas for its axes' ranges (moving: a relayouting event's, while it lasts)
+function paintFilm(film, full, moving) {
+  const xname = axisKey(film.xaxis), yname = axisKey(film.yaxis);
+  const xa = full[xname], ya = full[yname], dpr = window.devicePixelRatio || 1, screen = film.canvas;
+  if (!xa || !ya) return;
   const width = Math.max(1, Math.round(xa._length * dpr)), height = Math.max(1, Math.round(ya._length * dpr));
   Object.assign(screen.style, {left: `${xa._offset}px`, top: `${ya._offset}px`, width: `${width / dpr}px`,
     height: `${height / dpr}px`});
@@ -39,18 +58,25 @@ function paint(moving) {
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.fillStyle = shown.plot;
   ctx.fillRect(0, 0, width, height);
-  const image = shown.figure.data[0], x0 = image.x0 || 0, y0 = image.y0 || 0;
+  const image = shown.figure.data[film.trace], x0 = image.x0 || 0, y0 = image.y0 || 0;
   const dx = image.dx || 1, dy = image.dy || 1;
-  const [a, b] = range(xa, "xaxis", moving), [c, d] = range(ya, "yaxis", moving);
+  const [a, b] = range(xa, xname, moving), [c, d] = range(ya, yname, moving);
   const kx = width / (b - a), ky = height / (d - c);
   // column u (0 at the picture's left edge) at x0 + (u - 1/2) dx; row v at y0 + (v - 1/2) dy;
   // the canvas's x grows with x, its y grows from the range's end down
   const sx = dx * kx, sy = -dy * ky;
   // smoothed where the film is shrunk (the export draws it the same way: zsmooth below)
-  shown.smooth = Math.abs(sx) < 1 || Math.abs(sy) < 1;
-  ctx.imageSmoothingEnabled = shown.smooth;
+  film.smooth = Math.abs(sx) < 1 || Math.abs(sy) < 1;
+  ctx.imageSmoothingEnabled = film.smooth;
   ctx.setTransform(sx, 0, 0, sy, (x0 - dx / 2 - a) * kx, (d - (y0 - dy / 2)) * ky);
-  ctx.drawImage(shown.picture, 0, 0);
+  ctx.drawImage(film.picture, 0, 0);
+}
+
+// Every film on its canvas
+function paint(moving) {
+  const full = gd._fullLayout;
+  if (shown === null || !full) return;
+  for (const film of shown.films) paintFilm(film, full, moving);
 }
 
 // Repaint with every plot, zoom, pan and resize (once Plotly has made gd a plot)
@@ -63,16 +89,19 @@ function follow() {
   window.addEventListener("resize", () => paint()); // the page's zoom changes the device pixels
 }
 
-// The figure as shown: the film's picture (the server's image trace with the canvas's picture),
-// the map's layers as Plotly has them, the current zoom, the colours
+// The figure as shown: each film's picture (the server's image trace with its canvas's picture),
+// the map's layers as Plotly has them, the current zoom of every axis, the colours
 function exportFigure() {
-  const full = gd._fullLayout;
-  const picture = {...shown.figure.data[0], source: shown.picture.toDataURL("image/png"),
-    zsmooth: shown.smooth ? "fast" : false};
-  const data = gd.data.map((t, k) => (k === 0 ? picture : t));
+  const full = gd._fullLayout, data = [...gd.data];
+  for (const film of shown.films) {
+    data[film.trace] = {...shown.figure.data[film.trace], source: film.picture.toDataURL("image/png"),
+      zsmooth: film.smooth ? "fast" : false};
+  }
   const layout = {...gd.layout, paper_bgcolor: shown.paper, plot_bgcolor: shown.plot, width: full.width,
-    height: full.height, xaxis: {...gd.layout.xaxis, range: [...full.xaxis.range]},
-    yaxis: {...gd.layout.yaxis, range: [...full.yaxis.range]}};
+    height: full.height};
+  for (const name of Object.keys(full).filter((k) => /^[xy]axis\d*$/.test(k))) {
+    layout[name] = {...gd.layout[name], range: [...full[name].range]};
+  }
   return {data, layout};
 }
 

@@ -1,17 +1,19 @@
-// The explorer's film in the browser (see pages/_film_view.py and cxrxai/present/film_view.py).
-// The figure is the server's (film_figure), drawn by Plotly without its picture: the film
-// is a <canvas> under Plotly's plot area (canvas.js keeps it in line with the axes), so the colour
-// bar, the scored contour, the readers' outlines and hover stay Plotly's, above it. A display click
-// re-blends the film with the server's arithmetic (blend.js: only the stages the click changes,
-// into one ImageData) and paints the canvas; only map on/off, contour and colour map touch Plotly,
-// as a restyle of those layers (the zoom stays). The toolbar's camera exports the figure with the
-// film as shown. The settings go back to Python (debounced) for the server's PNG download.
+// The explorer's films in the browser (see pages/_film_view.py and cxrxai/present/film_view.py).
+// The figure is the server's (film_figure: one film; film_grid: compare or grid, one per panel),
+// drawn by Plotly without its pictures: each film is a <canvas> under its subplot's plot area
+// (canvas.js keeps it in line with the axes), so the colour bar, the scored contours, the readers'
+// outlines, the titles and hover stay Plotly's, above it. A display click re-blends every film with
+// the server's arithmetic (blend.js: only the stages the click changes, into one ImageData per
+// film) and paints the canvases; only map on/off, contour and colour map touch Plotly, as a
+// restyle of those layers (the zoom stays). One set of controls acts on every film. The toolbar's
+// camera exports the figure with the films as shown. The settings go back to Python (debounced)
+// for the server's PNG download.
 "use strict";
 
 const SETTLE_MS = 600; // the settings reach Python this long after the last display click
 const ids = ["show_map", "otsu", "alpha", "floor", "top_k", "colormap", "lo", "hi"];
 const controls = Object.fromEntries(ids.map((id) => [id, document.getElementById(id)]));
-let shown = null; // {rev, figure, grey, heat, payload, config, draw, image, picture}
+let shown = null; // {rev, figure, payload, config, paper, plot, films: [{trace, xaxis, yaxis, draw, …}]}
 let settings = null;
 let layersShown = ""; // the map layers' visibility and colour scale Plotly has
 let argsSettings = ""; // the settings Python last sent (applied only when they change)
@@ -39,13 +41,14 @@ function mapLayers(s) {
   return {indices, visible, bars: layers.bar, colorscale: bars[s.colormap]};
 }
 
-// The figure's traces as drawn: no picture (the canvas shows the film; an empty trace in its
-// place keeps the indices, and Plotly never decodes or redraws the picture), the map's layers as
-// the settings say
+// The figure's traces as drawn: no pictures (the canvases show the films; an empty trace on the
+// same axes in each one's place keeps the indices, and Plotly never decodes or redraws a picture),
+// the map's layers as the settings say
 function traces(s) {
-  const m = mapLayers(s);
+  const m = mapLayers(s), films = new Set(shown.films.map((f) => f.trace));
   return shown.figure.data.map((trace, k) => {
-    const t = k === 0 ? {type: "scatter", x: [], y: [], hoverinfo: "skip", showlegend: false} : {...trace};
+    const t = films.has(k) ? {type: "scatter", x: [], y: [], hoverinfo: "skip", showlegend: false,
+      xaxis: trace.xaxis, yaxis: trace.yaxis} : {...trace};
     const at = m.indices.indexOf(k);
     if (at >= 0) t.visible = m.visible[at];
     if (m.bars.includes(k)) t.marker = {...t.marker, colorscale: m.colorscale};
@@ -63,8 +66,10 @@ async function restyleLayers(s) {
 async function apply(fresh) {
   if (shown === null) return;
   const s = settings, t0 = performance.now();
-  shown.draw(shown.image.data, s);
-  shown.picture.getContext("2d").putImageData(shown.image, 0, 0);
+  for (const film of shown.films) {
+    film.draw(film.image.data, s);
+    film.picture.getContext("2d").putImageData(film.image, 0, 0);
+  }
   const t1 = performance.now();
   const layers = JSON.stringify([s.show_map, s.otsu, s.colormap]);
   if (fresh) {
@@ -78,7 +83,7 @@ async function apply(fresh) {
   layersShown = layers;
   const t2 = performance.now();
   paint();
-  const redone = shown.draw.redone.join("+") || "none";
+  const redone = shown.films[0].draw.redone.join("+") || "none";
   window.filmStats.parts = {blend: t1 - t0, plotly: t2 - t1, paint: performance.now() - t2, redone};
   requestAnimationFrame(() => {
     window.filmStats.applied += 1;
@@ -129,25 +134,33 @@ function onInput(event) {
   }, SETTLE_MS);
 }
 
-// A new film (a data click): its data decoded once, the blend's buffers made for its size
-function open(args) {
-  const p = args.payload, figure = JSON.parse(args.figure);
-  const grey = bytes(p.film), heat = p.heat === null ? null : new Float32Array(bytes(p.heat).buffer);
+// One film of the figure: its data decoded once, its blend (blend.js takes the colour maps with
+// the film's own data) and buffers made for its size, its canvas
+function openFilm(f, p, canvas) {
+  const grey = bytes(f.film), heat = f.heat === null ? null : new Float32Array(bytes(f.heat).buffer);
   const picture = document.createElement("canvas");
-  picture.width = p.width;
-  picture.height = p.height;
+  picture.width = f.width;
+  picture.height = f.height;
+  const data = {...f, signed: p.signed, luts: p.luts};
+  return {trace: f.trace, xaxis: f.xaxis, yaxis: f.yaxis, draw: blender(grey, heat, data),
+    image: new ImageData(f.width, f.height), picture, canvas, smooth: false};
+}
+
+// New films (a data click)
+function open(args) {
+  const p = args.payload, figure = JSON.parse(args.figure), made = canvases(p.films.length);
   const config = {...args.config, modeBarButtonsToRemove: ["toImage"], modeBarButtonsToAdd: [
     {name: "Download the film as shown (PNG)", icon: Plotly.Icons.camera, click: download}]};
-  shown = {rev: args.rev, figure, grey, heat, payload: p, config, draw: blender(grey, heat, p),
-    image: new ImageData(p.width, p.height), picture, ...backgrounds(figure.layout)};
+  shown = {rev: args.rev, figure, payload: p, config, films: p.films.map((f, k) => openFilm(f, p, made[k])),
+    ...backgrounds(figure.layout)};
   stage.style.background = shown.paper;
 }
 
 function render(args) {
-  const p = args.payload;
-  options(controls.top_k, [100, ...Object.keys(p.cuts).map(Number).sort((a, b) => b - a)],
+  const cuts = new Set(args.payload.films.flatMap((f) => Object.keys(f.cuts).map(Number)));
+  options(controls.top_k, [100, ...[...cuts].sort((a, b) => b - a)],
     (v) => (v === 100 ? "all" : `top ${v} %`));
-  options(controls.colormap, Object.keys(p.luts), (v) => v);
+  options(controls.colormap, Object.keys(args.payload.luts), (v) => v);
   // Python's settings are the component's own value coming back (ignored: the user may have
   // clicked since) or new ones (a map of another kind opens at its own floor).
   const sent = JSON.stringify(args.settings);

@@ -8,6 +8,8 @@ the PNG export, and that rerun draws nothing again).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from test_browser import ARTIFACTS, _browser, _chromium, _no_error, _serve, app_url  # noqa: F401 — fixtures
 
@@ -77,3 +79,50 @@ def test_display_clicks_act_in_the_browser_and_keep_the_zoom(app_url):  # noqa: 
         assert frame.evaluate(RANGES) == zoomed and frame.evaluate("document.getElementById('alpha').value") == "0.2"
         _no_error(page)
         page.screenshot(path=str(ARTIFACTS / "explorer-film-zoomed.png"), full_page=True)
+
+
+#: Every film's canvas (compare, grid: one per panel) and every axis's range
+CANVASES = "() => [...document.querySelectorAll('#stage > canvas')].map((c) => c.toDataURL())"
+ALL_RANGES = """() => { const l = document.getElementById('film')._fullLayout;
+  return Object.keys(l).filter((k) => /^[xy]axis\\d*$/.test(k)).sort().map((k) => [k, l[k].range]); }"""
+
+
+def settled(page, frame, quiet_ms: int = 3000, timeout_s: float = 180) -> None:
+    """Wait until no map computes (no Cancel) and the drawn films stay the same for ``quiet_ms``."""
+    deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = (frame.evaluate("window.filmStats.rev"), page.get_by_role("button", name="Cancel").count())
+        if now != last:
+            last, since = now, time.monotonic()
+        elif not now[1] and time.monotonic() - since > quiet_ms / 1000:
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the films never settled: {last}")
+
+
+@pytest.mark.parametrize("layout,films", [("compare", 2), ("grid", 4)])
+def test_compare_and_grid_answer_display_clicks_in_the_browser_for_every_film(app_url, layout, films):  # noqa: F811
+    with _browser() as page:
+        sent: list = []  # what the page sends the server (a rerun is one of these)
+        page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
+        page.goto(f"{app_url}/explorer?layout={layout}&explainer=gradcam")
+        page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
+        frame = film_frame(page)
+        settled(page, frame)
+        assert len(frame.evaluate(CANVASES)) == films  # one component, a canvas per panel
+        zoom_in(page, frame)
+        zoomed, drawn = frame.evaluate(ALL_RANGES), frame.evaluate("window.filmStats.rev")
+        for name, act in (("opacity", lambda f: f.locator("#alpha").fill("0.2")),
+                          ("window", lambda f: f.locator("#lo").fill("30")),
+                          ("map off", lambda f: f.locator("#show_map").click())):
+            before, count = frame.evaluate(CANVASES), len(sent)
+            click_and_wait(frame, act)
+            after = frame.evaluate(CANVASES)
+            assert [a != b for a, b in zip(after, before)] == [True] * films, name  # every film repainted
+            assert len(sent) == count and frame.evaluate(ALL_RANGES) == zoomed, name  # no rerun, zoom kept
+        count = len(sent)
+        page.wait_for_timeout(2500)  # the settings reach the server once, for the PNG downloads
+        assert len(sent) > count and frame.evaluate(ALL_RANGES) == zoomed
+        assert frame.evaluate("window.filmStats.rev") == drawn and frame.evaluate(CANVASES) == after
+        _no_error(page)
+        page.locator('iframe[title*="cxrxai_film"]').first.screenshot(path=str(ARTIFACTS / f"explorer-{layout}.png"))

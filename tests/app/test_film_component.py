@@ -19,8 +19,9 @@ import numpy as np
 import plotly
 import pytest
 
+from cxrxai.errors import DataError
 from cxrxai.present import film
-from cxrxai.present.film_view import browser_film, layer_traces
+from cxrxai.present.film_view import browser_film, browser_films, layer_traces
 from pages import _film_view
 
 NODE = shutil.which("node")
@@ -52,7 +53,12 @@ SETTINGS = [{}, {"show_map": False}, {"alpha": 0.85, "floor": 0.35}, {"lo": 40, 
 
 
 def _drawn(fig) -> np.ndarray:
-    source = fig.data[0].source.split(",", 1)[1]
+    return _picture(fig.data[0])
+
+
+def _picture(trace) -> np.ndarray:
+    """An image trace's picture, RGB."""
+    source = trace.source.split(",", 1)[1]
     bgr = cv2.imdecode(np.frombuffer(base64.b64decode(source), np.uint8), cv2.IMREAD_COLOR)
     return bgr[..., ::-1]
 
@@ -107,6 +113,28 @@ def test_a_click_recomputes_only_what_it_changes_and_draws_what_film_figure_draw
     for s, seen in zip(settings, _pictures(out["reused"], image.shape)):
         display = _film_view.as_display(s)
         assert np.array_equal(seen, _drawn(film.film_figure(image, saliency, mode=mode, **display))), (mode, s)
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node to run the component's JavaScript")
+def test_every_film_of_a_grid_is_drawn_as_film_grid_draws_its_panel():
+    rng = np.random.default_rng(8)
+    panels = [{"image": np.clip(rng.normal(120, 60, shape), 0, 255).astype(np.uint8), "dim": dim,
+               "saliency": rng.normal(size=(9, 7)).astype(np.float32) + k} for k, (shape, dim) in
+              enumerate([((60, 70), 1.0), ((48, 90), 0.35), ((75, 40), 1.0)])]
+    settings = [_film_view.browser_settings(s, "cam", 0.2) for s in SETTINGS[:5]]
+    opening = film.film_grid(panels, columns=2, **_film_view.as_display(settings[0]))
+    payload = browser_films(opening, [browser_film(p["image"], p["saliency"], dim=p["dim"]) for p in panels])
+    # each setting's grid, its panels' pictures in order (their traces' indices depend on the setting)
+    grids = [film.film_grid(panels, columns=2, **_film_view.as_display(s)) for s in settings]
+    grids = [[t for t in grid.data if t.type == "image"] for grid in grids]
+    assert [(f["xaxis"], f["yaxis"]) for f in payload["films"]] == [("x", "y"), ("x2", "y2"), ("x3", "y3")]
+    for k, each in enumerate(payload["films"]):  # what film.js gives blend.js for one film
+        assert opening.data[each["trace"]].xaxis == each["xaxis"]
+        data = {**each, "signed": payload["signed"], "luts": payload["luts"]}
+        for s, grid, seen in zip(settings, grids, _browser(data, settings, (each["height"], each["width"]))):
+            assert np.array_equal(seen, _picture(grid[k])), (k, s)
+    with pytest.raises(DataError, match="one browser_film per image trace"):
+        browser_films(opening, [browser_film(p["image"], p["saliency"]) for p in panels[:2]])
 
 
 def test_the_layers_the_browser_hides_with_the_map_are_the_bar_and_the_scored_contour():

@@ -14,9 +14,10 @@ MODEL = "tiny-densenet121"
 
 
 def _figure(at) -> dict:
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1, "one figure for every panel"
-    return json.loads(charts[0].proto.spec)
+    """The figure of the layout's film component (pages/_film_view.py: one for every panel)."""
+    films = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    assert len(films) == 1 and not at.get("plotly_chart"), "one figure for every panel"
+    return json.loads(json.loads(films[0].proto.json_args)["figure"])
 
 
 def _positive(store_path, label="Effusion"):

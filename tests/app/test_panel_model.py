@@ -93,7 +93,9 @@ def test_the_compare_layouts_second_panel_shows_its_own_models_numbers(two_model
     assert len(captions) == 2, captions
     assert _decision(two_models, MODEL, case) in captions[0] and MODEL in captions[0]
     assert _decision(two_models, SECOND, case) in captions[1] and SECOND in captions[1]
-    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
+    (films,) = [e for e in at.get("component_instance") if "cxrxai_film" in e.proto.component_name]
+    figure = json.loads(json.loads(films.proto.json_args)["figure"])  # compare's film component
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
     assert SECOND in titles[1] and f"P {_decision(two_models, SECOND, case)[2:7]}" in titles[1], titles
 
 
