@@ -132,11 +132,21 @@ def state_of(store, model_id: str, case_id: str, label: str) -> PanelState:
     return ui.panel_state(str(store.path), ui.version(store), model_id, case_id, label)
 
 
-def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
+def panel(store, model_id: str, case_id: str, label: str, *, slot: int, url=None) -> None:
+    """One film with its explainer, as a fragment: a click on the explainer or its settings reruns
+    this panel only, not the page's filters and case table (nothing of the page is sent again);
+    ``url()`` writes the page's URL (a fragment's rerun runs nothing of the page)."""
+    st.fragment(_panel)(store, model_id, case_id, label, slot, url)
+
+
+def _panel(store, model_id: str, case_id: str, label: str, slot: int, url) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
 
+    ui.keep_all()  # as the shell does before a page draws: this rerun's values survive navigation
     _, method, params = model_and_method(store, model_id, key)
+    if url is not None:
+        url()
     # The display controls and the map are one fragment: a display click (the Map toggle, the
     # opacity) reruns only this panel, not the page's filters and case table; while a live job
     # runs the fragment polls itself every POLL_S seconds and stops once the job has finished.
