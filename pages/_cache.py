@@ -17,7 +17,8 @@ from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
 from cxrxai.live import LiveWorker
-from cxrxai.present import provenance
+from cxrxai.models.spec import ModelSpec
+from cxrxai.present import panel, provenance
 from cxrxai.store import Store, open_store
 
 __all__ = [
@@ -29,6 +30,9 @@ __all__ = [
     "finding_choices",
     "image",
     "model_performance",
+    "model_spec",
+    "models",
+    "panel_state",
     "predicted_models",
     "report",
     "session_memo",
@@ -166,6 +170,28 @@ def finding_choices(path: str, built_at: str, model_id: str, method: str, split:
     (a grouping of the whole table on every click of the explorer before)."""
     cases = case_table(path, built_at, model_id, method, split=split)
     return summaries.finding_choices(cases, _open(path).model_spec(model_id).labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def models(path: str, built_at: str) -> pd.DataFrame:
+    """The store's models table (``Store.models``), read once per published version."""
+    return _open(path).models()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def model_spec(path: str, built_at: str, model_id: str) -> ModelSpec:
+    """A model's spec (``Store.model_spec``), read once per published version: every rerun of a
+    panel resolves its explainer's settings for the model with it."""
+    return _open(path).model_spec(model_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def panel_state(path: str, built_at: str, model_id: str, case_id: str, label: str) -> panel.PanelState:
+    """A panel's model with that model's probability, threshold and outcome on one case and finding
+    (:func:`cxrxai.present.panel.panel_state` of its case table over every split: the explorer opens
+    a case of any split), once per published version: a rerun read and searched the whole table."""
+    cases = case_table(path, built_at, model_id, split="all")
+    return panel.panel_state(cases, model_id, case_id, label)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

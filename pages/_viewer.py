@@ -14,7 +14,7 @@ from cxrxai.explain import OcclusionGrid, Setting, get, method_names
 from cxrxai.live import JobState, case_job, pass_label, warm_job
 from cxrxai.metrics import registry as metrics
 from cxrxai.present import film, film_png, film_view
-from cxrxai.present.panel import PanelScore, PanelState, panel_state, reference_truth, score_panel
+from cxrxai.present.panel import PanelScore, PanelState, reference_truth, score_panel
 from pages import _common as ui
 from pages import _film_view
 from pages._display import display_controls, map_controls
@@ -61,14 +61,14 @@ def _controls(method: str, key) -> dict:
 def _stored(store, model_id, case_id, label, method, params) -> np.ndarray | None:
     """The stored map of exactly this setting (resolved for the model as a build resolves it), if any."""
     path, built = str(store.path), ui.version(store)
-    key = Setting.of(method, params, spec=store.model_spec(model_id)).key
+    key = Setting.of(method, params, spec=ui.model_spec(path, built, model_id)).key
     keys = {k for _, k in ui.stored_settings(path, built, model_id, case_id, label, method)}
     return ui.stored_map(path, built, model_id, case_id, label, method, key) if key in keys else None
 
 
 def _live_model(store, model_id: str) -> tuple[str, str | None] | None:
     """(spec JSON, weights path) of a model live maps can be computed with; None for imported predictions."""
-    row = store.models().set_index("model_id").loc[model_id]
+    row = ui.models(str(store.path), ui.version(store)).set_index("model_id").loc[model_id]
     if row["arch"] == "imported":
         return None
     return str(row["spec"]), None if pd.isna(row["weights_path"]) else str(row["weights_path"])
@@ -95,7 +95,7 @@ def model_and_method(store, model_id: str, key, *, first: str | None = None, own
     c1, c2 = st.columns(2)
     chosen_model = model_id
     if own_model:
-        models = store.models()["model_id"].tolist()
+        models = ui.models(str(store.path), ui.version(store))["model_id"].tolist()
         chosen_model = c1.selectbox("This panel's model", models,
                                     key=ui.kept(key("model"), model_id, allowed=models),
                                     help="starts at the page's Model; every number in this panel is this "
@@ -127,18 +127,26 @@ def readers_of(store, case_id: str, label: str, key) -> list[str]:
 
 
 def state_of(store, model_id: str, case_id: str, label: str) -> PanelState:
-    """A panel's model with that model's probability, threshold and outcome on the case (one read
-    of that model's case table, every split: the explorer opens a case of any split): every number a
-    panel prints comes from this."""
-    cases = ui.case_table(str(store.path), ui.version(store), model_id, split="all")
-    return panel_state(cases, model_id, case_id, label)
+    """A panel's model with that model's probability, threshold and outcome on the case
+    (:func:`pages._cache.panel_state`): every number a panel prints comes from this."""
+    return ui.panel_state(str(store.path), ui.version(store), model_id, case_id, label)
 
 
-def panel(store, model_id: str, case_id: str, label: str, *, slot: int) -> None:
+def panel(store, model_id: str, case_id: str, label: str, *, slot: int, url=None) -> None:
+    """One film with its explainer, as a fragment: a click on the explainer or its settings reruns
+    this panel only, not the page's filters and case table (nothing of the page is sent again);
+    ``url()`` writes the page's URL (a fragment's rerun runs nothing of the page)."""
+    st.fragment(_panel)(store, model_id, case_id, label, slot, url)
+
+
+def _panel(store, model_id: str, case_id: str, label: str, slot: int, url) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
 
+    ui.keep_all()  # as the shell does before a page draws: this rerun's values survive navigation
     _, method, params = model_and_method(store, model_id, key)
+    if url is not None:
+        url()
     # The display controls and the map are one fragment: a display click (the Map toggle, the
     # opacity) reruns only this panel, not the page's filters and case table; while a live job
     # runs the fragment polls itself every POLL_S seconds and stops once the job has finished.

@@ -7,8 +7,10 @@ import re
 import uuid
 
 import cv2
+import numpy as np
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from cxrxai import summaries
 from cxrxai.errors import DataError
@@ -17,7 +19,7 @@ from cxrxai.explain import method_names
 from cxrxai.metrics import registry as metric_registry
 from cxrxai.present.provenance import table_provenance, with_header
 from cxrxai.store import Store
-from pages._cache import predicted_models, version
+from pages._cache import predicted_models, session_memo, version
 from pages._state import kept
 
 __all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
@@ -154,17 +156,61 @@ COUNT_COLUMNS = re.compile(r"age|n|n_\w+|\w+_n|maps|cases\w*|ground_truth|predic
 #: What every table shows for a missing value (a None in a text column, a NaN in a number column).
 DASH = "—"
 
+#: How many styled tables a session keeps (the explorer shows two a rerun: its cases and a case's
+#: probabilities; going back and forth between two findings or cases needs four).
+TABLES_KEPT = 6
+
+
+def _rendered_once(styler: Styler) -> Styler:
+    """``styler``, rendering its cells once (pandas' ``_translate``, one Python call per cell, is what
+    ``st.dataframe`` reads of a Styler, on every rerun): :func:`table` keeps one per table content,
+    so a rerun showing the same table again (a click on a case, on an explainer) renders nothing
+    again. On the instance: Streamlit takes only a ``Styler`` itself for one, not a subclass."""
+    translate, kept = styler._translate, {}
+
+    def once(*args, **kwargs):
+        signature = (args, tuple(sorted(kwargs.items())))
+        if signature not in kept:
+            kept[signature] = translate(*args, **kwargs)
+        return kept[signature]
+
+    styler._translate = once
+    return styler
+
+
+def _styled(df: pd.DataFrame, digits: int) -> Styler:
+    """``df`` with ``digits`` decimals, counts without any, and a dash for every missing value."""
+    whole = [c for c in df.select_dtypes("float").columns if COUNT_COLUMNS.fullmatch(str(c))
+             and df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
+    styled = df.style.format(precision=digits, na_rep=DASH).format("{:.0f}", subset=whole, na_rep=DASH)
+    return _rendered_once(styled)
+
+
+def _content(df: pd.DataFrame) -> tuple | None:
+    """What a table shows, as a memo key: its columns, their types, a hash of every value and of
+    the index, and which values are missing (the hash reads None and "None" alike); None for a
+    table whose values cannot be hashed (never kept)."""
+    try:
+        values = pd.util.hash_pandas_object(df, index=True).to_numpy()
+    except TypeError:
+        return None
+    missing = np.packbits(df.isna().to_numpy()).tobytes()
+    return tuple(map(str, df.columns)), tuple(map(str, df.dtypes)), values.tobytes(), missing
+
 
 def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs):
     """Every table of the app: ``digits`` decimals and a dash, never "None" or "nan", for a missing
     value of any column, and ``why`` as its caption when there is one; the numbers stay numbers (the
     columns sort as such). The browser draws a missing cell with the dataframe's ``placeholder``
     whatever the Styler says, so both carry the dash. A table over :data:`STYLED_CELLS` cells goes
-    without a Styler (its missing cells keep the dash, its floats are rounded)."""
+    without a Styler (its missing cells keep the dash, its floats are rounded). The session keeps
+    the styled form of its last few tables (rendered once each, :func:`_rendered_once`)."""
     if df.size <= STYLED_CELLS:
-        whole = [c for c in df.select_dtypes("float").columns if COUNT_COLUMNS.fullmatch(str(c))
-                 and df[c].notna().any() and (df[c].dropna() % 1 == 0).all()]
-        data = df.style.format(precision=digits, na_rep=DASH).format("{:.0f}", subset=whole, na_rep=DASH)
+        content = _content(df)
+        if content is None:
+            data = _styled(df, digits)
+        else:
+            data = session_memo("table", (content, digits), lambda: _styled(df, digits), size=TABLES_KEPT)
     else:
         data = df.round(digits)
     event = st.dataframe(data, hide_index=True, placeholder=DASH, **kwargs)

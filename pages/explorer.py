@@ -120,14 +120,22 @@ st.markdown(f"{_known(row['sex'], 'sex missing')}, {'age missing' if age is None
 with st.expander("Every label's probability for this image"):
     ui.table(summaries.case_probabilities(cases, case_id))
 
+
+def _url() -> None:
+    """The view to the URL: the page's filters and case, the explainer and its settings."""
+    method = ui.current("method_0")
+    params = get_method(method).controls if method else ()
+    controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in params}
+    ui.to_url({"split": split,
+               "finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id,
+               "explainer": method, "pair": ui.pairs_to_url(pairs),
+               "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
+
+
 # The URL before the panels: a live map's polling may end this run early, and the widgets' new
-# values are already in the session at the start of the run.
-method = ui.current("method_0")
-controls = {f"p_{p.name}": ui.current(f"{p.name}_0") for p in get_method(method).controls} if method else {}
-ui.to_url({"split": split,
-           "finding": finding, "sex": sexes, "age": ages, "outcome": outcomes, "case": case_id,
-           "explainer": method, "pair": ui.pairs_to_url(pairs),
-           "layout": None if ui.current("layout") == "single" else ui.current("layout"), **controls})
+# values are already in the session at the start of the run. The single film's panel writes it
+# again on its own reruns (a click on its explainer reruns that panel only).
+_url()
 
 _viewer.warm(store, model_id)
 layout = st.radio(
@@ -146,4 +154,4 @@ if layout == "compare":
 elif layout == "grid":
     _multi.grid(store, model_id, case_id, finding)
 else:
-    _viewer.panel(store, model_id, case_id, finding, slot=0)
+    _viewer.panel(store, model_id, case_id, finding, slot=0, url=_url)

@@ -65,7 +65,7 @@ def panel_state(cases: pd.DataFrame, model_id: str, case_id: str, label: str) ->
     another's name."""
     if "model_id" not in cases:
         raise DataError(f"a case table without a model_id column was given for a panel of {model_id!r}")
-    others = sorted(set(cases["model_id"]) - {model_id})
+    others = sorted(set(cases["model_id"].unique()) - {model_id})  # unique(): not a Python loop per row
     if others:
         raise DataError(f"the case table of {others} was given for a panel of model {model_id!r}")
     row = cases[(cases["image_id"] == case_id) & (cases["label"] == label)]

@@ -11,12 +11,12 @@ from cxrxai.store import write_store
 from pages import _cache
 
 
-def _predict(path, name: str) -> None:
-    spec = ModelSpec(name=name, arch="densenet121", labels=("A",))
+def _predict(path, name: str, prob: float = 0.5, labels: tuple[str, ...] = ("A",)) -> None:
+    spec = ModelSpec(name=name, arch="densenet121", labels=labels)
     with write_store(path) as w:
-        w.put_model(spec, weights_path=f"{name}.pt")
-        w.put_predictions(name, ["i1"], spec.labels, np.zeros((1, 1), np.float32),
-                          np.full((1, 1), 0.5, np.float32))
+        w.put_model(spec, weights_path=f"{name}-{len(labels)}.pt")
+        w.put_predictions(name, ["i1"], spec.labels, np.zeros((1, len(labels)), np.float32),
+                          np.full((1, len(labels)), prob, np.float32))
 
 
 def _one_image(path) -> None:
@@ -59,5 +59,35 @@ def test_the_explorers_findings_are_counted_again_when_the_store_republishes(tmp
     assert store.refresh()
     choices = _cache.finding_choices(str(path), _cache.version(store), "m", "gradcam", "all")
     assert choices.positives.tolist() == [1]
+    store.close()
+    _cache._open.clear()
+
+
+def test_a_panels_probability_is_read_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    _one_image(path)
+    _predict(path, "m", prob=0.25)
+    _cache._open.clear()
+    store = _cache._open(str(path))
+    assert _cache.panel_state(str(path), _cache.version(store), "m", "i1", "A").prob == 0.25
+    _predict(path, "m", prob=0.75)
+    assert store.refresh()
+    assert _cache.panel_state(str(path), _cache.version(store), "m", "i1", "A").prob == 0.75
+    store.close()
+    _cache._open.clear()
+
+
+def test_a_models_spec_and_row_are_read_again_when_the_store_republishes(tmp_path):
+    path = tmp_path / "s.duckdb"
+    _one_image(path)
+    _predict(path, "m")
+    _cache._open.clear()
+    store = _cache._open(str(path))
+    assert _cache.model_spec(str(path), _cache.version(store), "m").labels == ("A",)
+    assert _cache.models(str(path), _cache.version(store)).weights_path.str.endswith("m-1.pt").all()
+    _predict(path, "m", labels=("A", "B"))  # registered again with another output
+    assert store.refresh()
+    assert _cache.model_spec(str(path), _cache.version(store), "m").labels == ("A", "B")
+    assert _cache.models(str(path), _cache.version(store)).weights_path.str.endswith("m-2.pt").all()
     store.close()
     _cache._open.clear()

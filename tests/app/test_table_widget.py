@@ -67,3 +67,41 @@ def test_every_page_draws_its_tables_through_ui_table():
     direct = [f"{p.name}:{n}" for p in sorted(pages.glob("*.py")) if p.name != "_widgets.py"
               for n, line in enumerate(p.read_text().splitlines(), 1) if own.search(line)]
     assert not direct, direct
+
+
+def test_a_table_shown_again_is_not_rendered_again_and_a_changed_one_is(monkeypatch):
+    """The Styler's per-cell rendering runs once per table content in a session (a click on a case
+    reran it for the whole case table); a table with one value changed is rendered afresh."""
+    from pandas.io.formats.style import Styler
+
+    rendered = []
+    translate = Styler._translate
+
+    def counted(self, *args, **kwargs):
+        rendered.append(len(self.data))
+        return translate(self, *args, **kwargs)
+
+    monkeypatch.setattr(Styler, "_translate", counted)
+
+    def script():
+        import pandas as pd
+        import streamlit as st
+
+        from pages import _widgets
+
+        _widgets.table(pd.DataFrame({"image_id": ["a", "b"], "iou": [0.5, st.session_state.get("iou")]}),
+                       key="t")
+
+    def shown(at) -> list[str]:
+        return pa.ipc.open_stream(at.dataframe[0].proto.arrow_data.styler.display_values).read_all(
+        ).to_pandas().iou.tolist()
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    first = at.dataframe[0].proto.SerializeToString()
+    at.run()
+    assert not at.exception, at.exception
+    assert len(rendered) == 1 and shown(at) == ["0.500", "—"]
+    assert at.dataframe[0].proto.SerializeToString() == first  # the same element, sent again
+    at.session_state["iou"] = 0.25
+    at.run()
+    assert len(rendered) == 2 and shown(at) == ["0.500", "0.250"]
