@@ -97,6 +97,7 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     def key(part: str) -> str:
         return f"{part}_{name}"
 
+    ui.keep_all()  # a display click reruns this fragment alone: its values must survive navigation too
     kinds = [get(s["method"]).kind for s in specs]  # one set of controls: a pixel map's defaults if any
     kind = "pixel" if "pixel" in kinds else kinds[0]
     values = map_controls(key, kind)  # what the server computes; the rest is the browser's

@@ -17,9 +17,9 @@ from cxrxai.present import film, film_png, film_view
 from cxrxai.present.panel import PanelScore, PanelState, reference_truth, score_panel
 from pages import _common as ui
 from pages import _film_view
-from pages._display import display_controls, map_controls
+from pages._display import map_controls
 
-__all__ = ["display_controls", "model_and_method", "panel", "readers_of", "resolve", "scored", "warm"]
+__all__ = ["model_and_method", "panel", "readers_of", "resolve", "scored", "warm"]
 
 #: How often a computing map refreshes its progress and partial result. Each refresh costs the
 #: server and the browser a redraw on the one core the live worker leaves them (2 cores), and a
@@ -218,6 +218,7 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     def key(name: str) -> str:
         return f"{name}_{slot}"
 
+    ui.keep_all()  # a display click reruns this fragment alone: its values must survive navigation too
     model_id, case_id, label = state.model_id, state.case_id, state.label
     st.markdown(f"**{model_id}** · {state.decision}")
     kind = get(method).kind

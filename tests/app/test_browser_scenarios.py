@@ -15,6 +15,7 @@ import time
 
 import pytest
 from test_browser import ARTIFACTS, _browser, _chromium, _no_error, _serve, app_url, explorer_with  # noqa: F401 — fixtures
+from test_browser_film import film_frame
 
 from cxrxai import summaries
 from cxrxai.store import open_store
@@ -65,6 +66,10 @@ def test_presenter_settings_survive_navigation_and_live_in_the_url(app_url):  # 
     with _browser() as page:
         explorer_with(page, app_url, "Grad-CAM++")
         page.wait_for_url(re.compile(r"explainer=gradcam(%2B%2B|\+\+)"), timeout=30_000)
+        scale = page.locator('[data-testid="stRadio"]').filter(has_text="Scale").first
+        scale.get_by_text("captum", exact=True).click()  # a display setting: the map's fragment reruns alone
+        page.wait_for_timeout(1500)
+        assert scale.get_by_role("radio", name="captum").is_checked()
         nav = page.locator('[data-testid="stSidebarNav"]')
         nav.get_by_text("Overview").click()
         page.get_by_role("heading", name="Overview").first.wait_for(timeout=60_000)
@@ -74,6 +79,8 @@ def test_presenter_settings_survive_navigation_and_live_in_the_url(app_url):  # 
         _no_error(page)
         explainer = page.locator('[data-testid="stSelectbox"]').filter(has_text="Explainer").first
         assert explainer.locator("input").first.input_value() == "Grad-CAM++"
+        scale = page.locator('[data-testid="stRadio"]').filter(has_text="Scale").first
+        assert scale.get_by_role("radio", name="captum").is_checked()
 
 
 def _overlap(a: dict, b: dict) -> bool:
@@ -90,8 +97,9 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
         page.get_by_text("Every map normalised the same way").first.wait_for(timeout=120_000)
         page.wait_for_timeout(3000)
         _no_error(page)
-        chart = page.locator('[data-testid="stPlotlyChart"]').first
+        chart = page.locator('iframe[title*="cxrxai_film"]').first  # the film component: both films
         chart.scroll_into_view_if_needed()
+        frame = film_frame(page)
         page.screenshot(path=str(ARTIFACTS / "scenario-compare-1000px.png"), full_page=True)
         row = page.locator('[data-testid="stHorizontalBlock"]').filter(
             has=page.locator('[data-testid="stSelectbox"]').filter(has_text="Case")).last
@@ -108,11 +116,11 @@ def test_compare_side_by_side_fits_1000_px_without_overlaps(app_url):  # noqa: F
         assert max(b["x"] + b["width"] for b in left + right) <= 1000
         film = chart.bounding_box()
         assert 600 <= film["width"] and film["x"] + film["width"] <= 1000  # both films in one figure, inside the page
-        panels = page.locator('[data-testid="stPlotlyChart"] .imagelayer image')
+        panels = frame.locator("#stage > canvas")  # each film painted on its canvas under its subplot
         assert panels.count() == 2
         first, second = panels.nth(0).bounding_box(), panels.nth(1).bounding_box()
         assert not _overlap(first, second) and min(first["width"], second["width"]) >= 250
-        titles = page.locator('[data-testid="stPlotlyChart"] .gtitle, [data-testid="stPlotlyChart"] .annotation-text')
+        titles = frame.locator(".gtitle, .annotation-text")
         texts = [titles.nth(i).text_content() for i in range(titles.count())]
         assert sum("tiny-densenet121" in t for t in texts) >= 2, texts  # each panel names its model
         assert sum(("TP" in t or "FN" in t or "FP" in t or "TN" in t) and "P 0." in t for t in texts) >= 2, texts

@@ -115,23 +115,6 @@ def test_slash_overview_opens_the_overview(store_path):
     assert not at.exception and at.title[0].value == "Overview"
 
 
-def test_top_percent_opens_on_a_value_not_choose_an_option():
-    def script():
-        import streamlit as st
-
-        from pages import _viewer
-
-        st.session_state["shown"] = _viewer.display_controls(lambda name: f"{name}_0", "cam")
-
-    at = AppTest.from_function(script, default_timeout=60).run()
-    assert not at.exception, at.exception
-    top = next(s for s in at.selectbox if s.label == "Top %")
-    assert top.value is not None and top.format_func(top.value) == "all"
-    assert at.session_state["shown"]["top_k"] is None  # every value of the map drawn
-    top.set_value(10).run()
-    assert at.session_state["shown"]["top_k"] == 10
-
-
 def test_every_overview_download_carries_the_store_and_its_published_version(store_path, monkeypatch):
     got: dict[str, str] = {}
 
