@@ -89,9 +89,13 @@ def component_args(fig, payload: dict | list[dict], settings: dict) -> dict:
     figure, its films' data with the map's layers, the settings and the figure's revision (the
     browser opens the films afresh only when it changes)."""
     spec = fig.to_json()
-    rev = hashlib.blake2b(spec.encode(), digest_size=16).hexdigest()
     films = payload if isinstance(payload, list) else [payload]
-    return {"figure": spec, "payload": browser_films(fig, films), "settings": settings, "rev": rev,
+    data = browser_films(fig, films)
+    # the films' own data too: two maps that differ only under the opening floor draw the same figure
+    digest = hashlib.blake2b(spec.encode(), digest_size=16)
+    for one in data["films"]:
+        digest.update(f"{one['film']}|{one['heat']}|{one['dim']}|{one['trace']}".encode())
+    return {"figure": spec, "payload": data, "settings": settings, "rev": digest.hexdigest(),
             "config": CONFIG}
 
 

@@ -48,7 +48,10 @@ function range(axis, name, moving) {
 function paintFilm(film, full, moving) {
   const xname = axisKey(film.xaxis), yname = axisKey(film.yaxis);
   const xa = full[xname], ya = full[yname], dpr = window.devicePixelRatio || 1, screen = film.canvas;
-  if (!xa || !ya) return;
+  if (!xa || !ya) {  // no axes for this film in the figure: show nothing rather than an older picture
+    film.canvas.width = 0;
+    return;
+  }
   const width = Math.max(1, Math.round(xa._length * dpr)), height = Math.max(1, Math.round(ya._length * dpr));
   Object.assign(screen.style, {left: `${xa._offset}px`, top: `${ya._offset}px`, width: `${width / dpr}px`,
     height: `${height / dpr}px`});

@@ -149,6 +149,24 @@ def test_the_layers_the_browser_hides_with_the_map_are_the_bar_and_the_scored_co
     assert layer_traces(flat) == {"bar": [], "contour": [], "note": [1]}
 
 
+def test_a_map_that_differs_only_under_the_opening_floor_is_a_new_revision():
+    """The browser opens the films afresh only when the revision changes: two maps whose figures
+    are the same (their difference is under the floor the figure is drawn at) must still differ."""
+    image = np.full((40, 40), 90, np.uint8)
+    one = np.zeros((8, 8), np.float32)
+    one[0, 0], one[4, 4] = 1.0, 0.05
+    two = one.copy()
+    two[4, 4] = 0.1  # both under the opening floor: the same picture at the opening settings
+    settings = _film_view.browser_settings(None, "cam", 0.2)
+    figs = [film.film_figure(image, m, **_film_view.as_display(settings)) for m in (one, two)]
+    assert figs[0].to_json() == figs[1].to_json()
+    a, b = (_film_view.component_args(f, browser_film(image, m), settings) for f, m in zip(figs, (one, two)))
+    assert a["payload"]["films"][0]["heat"] != b["payload"]["films"][0]["heat"]
+    assert a["rev"] != b["rev"]
+    again = _film_view.component_args(figs[0], browser_film(image, one), settings)
+    assert again["rev"] == a["rev"]  # the same film and map: the browser keeps its zoom
+
+
 def test_the_component_directory_has_the_shipped_files_and_plotly(tmp_path, monkeypatch):
     monkeypatch.setenv("CXRXAI_HOME", str(tmp_path))
     built = _film_view.component_dir()
