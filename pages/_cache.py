@@ -85,11 +85,22 @@ def version(store: Store) -> str:
 
 
 # --------------------------------------------------------------------------- cached reads
+def _at(path: str, built_at: str) -> Store:
+    """The open store, at the version a cached read is keyed by. Every session shares it: when
+    another session's run has moved it to a newer published version since this run began, this run
+    starts over, rather than file the newer version's rows under the older version's key and show
+    both versions on one page."""
+    store = _open(path)
+    if version(store) != built_at:
+        st.rerun()
+    return store
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def predicted_models(path: str, built_at: str) -> list[str]:
     """The models with predictions (every model when none has any), read once per published version:
     the model picker of every page had run one query per model on every rerun."""
-    store = _open(path)
+    store = _at(path, built_at)
     models = store.models()
     if models.empty:
         return []
@@ -101,7 +112,7 @@ def predicted_models(path: str, built_at: str) -> list[str]:
 def report(path: str, built_at: str, name: str, model_id: str, **options) -> pd.DataFrame:
     """Report ``name``; its export header (model, thresholds, explainer parameters, seed, interval
     method) rides along in ``attrs["provenance"]`` for :func:`pages._widgets.download_csv`."""
-    store = _open(path)
+    store = _at(path, built_at)
     table = reports.run_report(store, name, model_id, **options)
     table.attrs["provenance"] = provenance.report_provenance(store, name, model_id, table, **options)
     return table
@@ -118,7 +129,8 @@ def try_report(store: Store, name: str, model_id: str, **options) -> pd.DataFram
 
 @st.cache_data(show_spinner=False, max_entries=2)
 def _shortcut_rows(path: str, built_at: str) -> pd.DataFrame:
-    return _open(path).table("shortcut")  # read once per version: the cases and every case's panels share it
+    # read once per version: the cases and every case's panels share it
+    return _at(path, built_at).table("shortcut")
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -145,13 +157,13 @@ def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
 @st.cache_data(show_spinner="Auditing the data…", max_entries=8)
 def data_audit(path: str, built_at: str, dataset: str) -> audit.DatasetAudit:
     """What cxrxai did to ``dataset``'s data (:func:`cxrxai.audit.audit_store`; ``audit-data`` prints it)."""
-    return audit.audit_store(_open(path), dataset=dataset).datasets[0]
+    return audit.audit_store(_at(path, built_at), dataset=dataset).datasets[0]
 
 
 @st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)
 def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd.DataFrame:
     """The ``performance`` report's table, with its export header (as :func:`report`)."""
-    store = _open(path)
+    store = _at(path, built_at)
     table = summaries.model_performance(store, model_id, split=split)
     table.attrs["provenance"] = provenance.report_provenance(store, "performance", model_id, table,
                                                              split=split)
@@ -161,7 +173,8 @@ def model_performance(path: str, built_at: str, model_id: str, split: str) -> pd
 @st.cache_data(show_spinner=False, max_entries=16)
 def case_table(path: str, built_at: str, model_id: str, method: str | None = None,
                params_key: str | None = None, split: str | None = None) -> pd.DataFrame:
-    return summaries.case_table(_open(path), model_id, method=method, params_key=params_key, split=split)
+    return summaries.case_table(_at(path, built_at), model_id, method=method, params_key=params_key,
+                                split=split)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -169,20 +182,20 @@ def finding_choices(path: str, built_at: str, model_id: str, method: str, split:
     """:func:`cxrxai.summaries.finding_choices` of the model's case table, once per published version
     (a grouping of the whole table on every click of the explorer before)."""
     cases = case_table(path, built_at, model_id, method, split=split)
-    return summaries.finding_choices(cases, _open(path).model_spec(model_id).labels)
+    return summaries.finding_choices(cases, _at(path, built_at).model_spec(model_id).labels)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def models(path: str, built_at: str) -> pd.DataFrame:
     """The store's models table (``Store.models``), read once per published version."""
-    return _open(path).models()
+    return _at(path, built_at).models()
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def model_spec(path: str, built_at: str, model_id: str) -> ModelSpec:
     """A model's spec (``Store.model_spec``), read once per published version: every rerun of a
     panel resolves its explainer's settings for the model with it."""
-    return _open(path).model_spec(model_id)
+    return _at(path, built_at).model_spec(model_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -196,7 +209,7 @@ def panel_state(path: str, built_at: str, model_id: str, case_id: str, label: st
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def image(path: str, built_at: str, image_id: str) -> np.ndarray:
-    store = _open(path)
+    store = _at(path, built_at)
     row = store.image(image_id)
     ds = store.datasets().set_index("dataset").loc[row["dataset"]].to_dict()
     return case_image(row, ds)
@@ -204,7 +217,7 @@ def image(path: str, built_at: str, image_id: str) -> np.ndarray:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def truth(path: str, built_at: str, image_id: str) -> dict:
-    store = _open(path)
+    store = _at(path, built_at)
     row = store.image(image_id)
     ann = store.annotations(image_id=image_id)
     boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
@@ -220,14 +233,14 @@ def truth(path: str, built_at: str, image_id: str) -> dict:
 def stored_settings(path: str, built_at: str, model_id: str, image_id: str, label: str,
                     method: str) -> list[tuple[str, str]]:
     """(params JSON, params_key) of every stored map of one case, finding and explainer."""
-    index = _open(path).map_index(model_id=model_id, image_id=image_id, label=label, method=method)
+    index = _at(path, built_at).map_index(model_id=model_id, image_id=image_id, label=label, method=method)
     return [(r.params, r.params_key) for r in index.itertuples()]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def stored_map(path: str, built_at: str, model_id: str, image_id: str, label: str, method: str,
                params_key: str) -> np.ndarray | None:
-    m = _open(path).get_map(model_id, image_id, label, method, params_key)
+    m = _at(path, built_at).get_map(model_id, image_id, label, method, params_key)
     return None if m is None else native_map(m)
 
 

@@ -7,10 +7,13 @@ the browser (``pages/_film_view.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from cxrxai.present import film
 from pages import _common as ui
+from pages import _film_view
 
 MODES = film.DISPLAY_MODES
 CLIPS = (None, 99.5, 99.0, 98.0, 95.0)
@@ -51,3 +54,26 @@ def map_controls(key, kind: str) -> dict:
     with st.expander("Map values"):
         e1, e2 = st.columns(2)
         return {"mode": mode, **_values(key, kind, e1, e2)}
+
+
+@dataclass(frozen=True)
+class FilmControls:
+    """A film's display: ``values`` (what the server computes the map's display values with),
+    ``shown`` (the browser's own settings as the component holds them), ``display`` (both, as the
+    scores and downloads take them) and ``opening`` (the settings the figure is drawn at; the
+    browser applies its own at once)."""
+
+    values: dict
+    shown: dict
+    display: dict
+    opening: dict
+
+
+def film_controls(key, kind: str) -> FilmControls:
+    """The controls of a film (or a layout's films) showing maps of ``kind``, the browser's part
+    read from the component's value (``key("film")``), each starting at the kind's defaults."""
+    values = map_controls(key, kind)
+    floor = film.display_defaults(kind)["floor"]
+    shown = _film_view.browser_settings(st.session_state.get(key("film")), kind, floor)
+    return FilmControls(values, shown, {**values, **_film_view.as_display(shown)},
+                        _film_view.as_display(_film_view.browser_settings(None, kind, floor)))

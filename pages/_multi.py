@@ -17,7 +17,7 @@ from cxrxai.explain import Setting, get, method_names
 from cxrxai.present import film, film_view
 from pages import _common as ui
 from pages import _film_view, _viewer
-from pages._display import map_controls
+from pages._display import film_controls
 
 __all__ = ["compare", "defaults", "grid"]
 
@@ -100,10 +100,8 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     ui.keep_all()  # a display click reruns this fragment alone: its values must survive navigation too
     kinds = [get(s["method"]).kind for s in specs]  # one set of controls: a pixel map's defaults if any
     kind = "pixel" if "pixel" in kinds else kinds[0]
-    values = map_controls(key, kind)  # what the server computes; the rest is the browser's
-    floor = film.display_defaults(kind)["floor"]
-    shown = _film_view.browser_settings(st.session_state.get(key("film")), kind, floor)
-    display = {**values, **_film_view.as_display(shown)}
+    controls = film_controls(key, kind)  # the map's values are the server's; the rest is the browser's
+    values, display = controls.values, controls.display
     readers = _viewer.readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     resolved = [_viewer.resolve(store, s["model"], s["case"], label, s["method"], s["params"], s["slot"])
@@ -128,12 +126,12 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     signature = (path, built, label, columns, repr(sorted(values.items())), tuple(readers),
                  *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
                    for s, p in zip(specs, panels)))
-    opening = _film_view.as_display(_film_view.browser_settings(None, kind, floor))
+    opening = controls.opening
     fig, data = ui.session_memo(f"film_{name}", signature, lambda: (film.film_grid(
         panels, columns=columns, revision=film.view_revision(name, *(s["case"] for s in specs)),
         height_per_row=420 if columns == 2 else 320, **values, **opening),
         [film_view.browser_film(p["image"], p["saliency"], **values, dim=p["dim"]) for p in panels]))
-    _film_view.film_view(fig, data, shown, key=key("film"))
+    _film_view.film_view(fig, data, controls.shown, key=key("film"))
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "
                "shared between panels of the same film size.")
     per_row = min(len(specs), 3)

@@ -17,7 +17,7 @@ from cxrxai.present import film, film_png, film_view
 from cxrxai.present.panel import PanelScore, PanelState, reference_truth, score_panel
 from pages import _common as ui
 from pages import _film_view
-from pages._display import map_controls
+from pages._display import film_controls
 
 __all__ = ["model_and_method", "panel", "readers_of", "resolve", "scored", "warm"]
 
@@ -222,7 +222,8 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     model_id, case_id, label = state.model_id, state.case_id, state.label
     st.markdown(f"**{model_id}** · {state.decision}")
     kind = get(method).kind
-    values = map_controls(key, kind)  # what the server computes; the rest is the browser's
+    controls = film_controls(key, kind)  # the map's values are the server's; the rest is the browser's
+    values = controls.values
     readers = readers_of(store, case_id, label, key)
     path, built = str(store.path), ui.version(store)
     img = ui.image(path, built, case_id)
@@ -231,24 +232,21 @@ def _map_view(store, state: PanelState, method, params, slot) -> None:
     set_polling(str(slot), r.source == "computing")
     truth = ground_truth(gt, label, readers)
     score = scored(state, r, gt, img.shape)
-    floor = film.display_defaults(kind)["floor"]
-    shown = _film_view.browser_settings(st.session_state.get(key("film")), kind, floor)
-    display = {**values, **_film_view.as_display(shown)}
     # The figure and the browser's data depend on the map and its values only: a display click
     # never reaches here, and the settings' own rerun (for the export) sends the same figure,
     # drawn at the opening settings (the browser applies its own at once).
-    opening = _film_view.as_display(_film_view.browser_settings(None, kind, floor))
+    opening = controls.opening
     signature = (path, built, model_id, case_id, label, ui.digest(r.shown), r.dim,
                  repr(sorted(values.items())), tuple(readers), ui.digest(score.mask))
     fig, data = ui.session_memo(f"film_{slot}", signature, lambda: (film.film_figure(
         img, r.shown, **truth, segmentation=score.mask, revision=film.view_revision(case_id), **values,
         **{**opening, "alpha": opening["alpha"] * r.dim}), film_view.browser_film(img, r.shown, **values,
                                                                                    dim=r.dim)))
-    _film_view.film_view(fig, data, shown, key=key("film"))
+    _film_view.film_view(fig, data, controls.shown, key=key("film"))
     st.caption(f"{model_id} · {Setting.of(method, params).describe()} · {r.source}")
     if r.shown is not None:
         st.caption(score.caption)
-    details(store, state, method, params, display, truth, r, score, slot)
+    details(store, state, method, params, controls.display, truth, r, score, slot)
 
 
 def details(store, state: PanelState, method, params, display, truth, r: Resolved, score: PanelScore,

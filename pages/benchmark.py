@@ -7,6 +7,7 @@ import streamlit as st
 from cxrxai import reports
 from cxrxai.metrics.registry import get as get_metric
 from cxrxai.metrics.registry import metric_names
+from cxrxai.pipeline.evidence import SNAPSHOT_META
 from cxrxai.present import film, viz
 from pages import _common as ui
 
@@ -93,6 +94,10 @@ sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
     ui.table(sweep)
+    st.caption("Seconds per map as timed where each map was computed (`timed_on`)." + (
+        " This store started from the demo's shipped evidence snapshot: its maps were timed on the machine "
+        "that built it (`data_cache/evidence/provenance.json`), not this one."
+        if store.meta(SNAPSHOT_META) else ""))
     ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep", store=store)
 
 st.subheader("Localization per finding (95% bootstrap CI)")

@@ -131,9 +131,9 @@ def _with_ci(values: pd.Series, metric: str) -> dict:
 def occlusion_sweep(
     store: Store, model_id: str, *, slice_: str = "positive", shared: bool = True
 ) -> pd.DataFrame:
-    """Thesis Fig. 3 / Table S4 per patch/stride: grid, s/map and every metric of the ``sweep``
-    view with CIs; ``shared``: only the (image, finding) pairs every setting has (the demo has
-    32/16 on 240), so points compare."""
+    """Thesis Fig. 3 / Table S4 per patch/stride: grid, s/map (``timed_on``: the devices the maps
+    were computed on) and every metric of the ``sweep`` view with CIs; ``shared``: only the (image,
+    finding) pairs every setting has (the demo has 32/16 on 240), so points compare."""
     idx = need(
         store.map_index(model_id=model_id, method="occlusion"), store, "occlusion maps", "sweep", model_id
     )
@@ -149,7 +149,8 @@ def occlusion_sweep(
         c = cases[cases.params_key == key]
         row = {"patch": p["patch"], "stride": p["stride"],
                "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}", "maps": len(g),
-               "seconds_mean": float(g["seconds"].mean()), "cases_scored": len(c)}
+               "seconds_mean": float(g["seconds"].mean()),
+               "timed_on": ", ".join(sorted(set(g["device"].dropna()))), "cases_scored": len(c)}
         for name in names:
             row.update(_with_ci(c[name], name))
         rows.append(row)

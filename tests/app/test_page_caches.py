@@ -91,3 +91,42 @@ def test_a_models_spec_and_row_are_read_again_when_the_store_republishes(tmp_pat
     assert _cache.models(str(path), _cache.version(store)).weights_path.str.endswith("m-2.pt").all()
     store.close()
     _cache._open.clear()
+
+
+def test_a_read_keyed_by_a_version_the_shared_store_has_left_reruns_the_page(tmp_path):
+    """Another session moved the shared store to a newer published version during this run: a read
+    keyed by this run's version would file the new rows under the old key and mix both versions on
+    one page; the run starts over instead, at the new version."""
+    from streamlit.testing.v1 import AppTest
+
+    path = tmp_path / "s.duckdb"
+    _one_image(path)
+    _predict(path, "m")
+    _cache._open.clear()
+
+    def script(path: str) -> None:
+        import numpy as np
+        import streamlit as st
+
+        from cxrxai.models.spec import ModelSpec
+        from cxrxai.store import write_store
+        from pages import _cache
+
+        store = _cache._open(path)
+        built = _cache.version(store)
+        st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+        if st.session_state["runs"] == 1:  # another session publishes and refreshes the shared store
+            spec = ModelSpec(name="n", arch="densenet121", labels=("A",))
+            with write_store(path) as w:
+                w.put_model(spec, weights_path="n.pt")
+                w.put_predictions("n", ["i1"], spec.labels, np.zeros((1, 1), np.float32),
+                                  np.full((1, 1), 0.5, np.float32))
+            store.refresh()
+        st.session_state["shown"] = (built, _cache.models(path, built).model_id.tolist())
+
+    at = AppTest.from_function(script, args=(str(path),), default_timeout=60).run()
+    assert not at.exception, at.exception
+    built, shown = at.session_state["shown"]
+    assert at.session_state["runs"] == 2 and shown == ["m", "n"]
+    assert built == _cache.version(_cache._open(str(path)))  # the rows shown are of the version named
+    _cache._open.clear()
