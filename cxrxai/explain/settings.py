@@ -18,6 +18,8 @@ grid is rebuilt with). From it come
 '{"baseline":"black","height":224,"output":"logit","patch":16,"precision":"fp32","stride":8,"width":224}'
 >>> Setting.stored("occlusion", s.key) == s, s.kwargs()["patch"], "height" in s.kwargs()
 (True, 16, False)
+>>> Setting.of("occlusion", Setting.stored("occlusion", s.key).declared, spec=spec) == s
+True
 >>> s.describe(), s.slug()
 ('Occlusion patch 16 stride 8 baseline black', '-patch16-stride8-baselineblack')
 """
@@ -80,6 +82,13 @@ class Setting:
     @property
     def method_(self) -> Method:
         return get(self.method)
+
+    @property
+    def declared(self) -> dict:
+        """The parameters the method declares (a stored window grid's geometry left out): what
+        :meth:`of` takes back, the model's spec filling the geometry in again."""
+        grid = self.method_.kind == "occlusion_grid"
+        return {k: v for k, v in self.params.items() if not (grid and k in _GEOMETRY)}
 
     @property
     def key(self) -> str:

@@ -148,8 +148,12 @@ def _trust(s: Sampled) -> list[Stage]:
     shipped = s.shipped("trust")
     shipped = shipped[shipped.model_id == s.rows.model_id.iloc[0]]
     images = set(s.rows.image_id) - {"*"}
+    randomized = sorted(set(shipped.image_id[shipped.kind == "randomization"]))
     if (s.rows.kind == "threshold").any():
-        images |= set(shipped.image_id[shipped.kind == "randomization"])
+        images |= set(randomized)
+    elif (s.rows.kind == "randomization").any() and len(images) < 2:
+        # the stage redraws each method's threshold with its randomization, over two images at least
+        images |= set([i for i in randomized if i not in images][: 2 - len(images)])
     known = dict((*TrustPlan().methods, TRUST_IG))
     methods = tuple((m, known[m]) for m in sorted(set(s.rows.method)))
     plan = TrustPlan(images=len(images), methods=methods, data_ranges=_plan().trust.data_ranges)
@@ -197,7 +201,7 @@ def shortcut_plan(shipped: pd.DataFrame) -> ShortcutPlan:
     cases = shipped.drop_duplicates("image_id")
     methods = shipped[["method", "params_key"]].drop_duplicates().sort_values(["method", "params_key"])
     return ShortcutPlan(positives=int(cases.gt_positive.sum()), negatives=int((~cases.gt_positive).sum()),
-                        methods=tuple((m, tuple(sorted(Setting.stored(m, k).params.items())))
+                        methods=tuple((m, tuple(sorted(Setting.stored(m, k).declared.items())))
                                       for m, k in methods.itertuples(index=False)),
                         thumb=int(shipped.thumb_size.iloc[0]))
 
