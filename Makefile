@@ -36,8 +36,9 @@ data_cache/models/demo-densenet121-seed1.pt: | $(VENV)/.installed
 data_cache/models/demo-resnet18.pt: | $(VENV)/.installed
 	$(BIN)/python -m cxrxai train --arch resnet18 --name demo-resnet18
 
-# The planted shortcut's model: the ResNet-18 fine-tuned where a marker goes with Nodule (about
-# 4 min on 2 CPU cores; the evidence phase does it by itself when the weights are missing).
+# The planted shortcut's model: the ResNet-18 fine-tuned where a marker goes with Nodule. Its weights
+# ship (the evidence snapshot's shortcut rows are recomputed with them); delete them to retrain
+# (about 4 min on 2 CPU cores; the evidence phase does it by itself when they are missing).
 train-shortcut: $(VENV)/.installed
 	$(BIN)/python -m cxrxai train-shortcut
 
@@ -64,10 +65,11 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-ray
 $(STORE): | $(VENV)/.installed $(MODEL)
 	$(BIN)/python -m cxrxai demo --phase quick
 
-# The shipped evidence snapshot (data_cache/evidence: the result tables as Parquet, the maps only at their
-# explainer's grid — CAMs, occlusion windows — with their provenance), rebuilt from scratch the way the app builds it: the quick phase, then the background
-# build's rounds over every demo model (about 2 h 25 min on 2 CPU cores), then the export. A new demo store
-# starts from it; tests/pipeline/test_evidence.py recomputes a sample of its rows.
+# The shipped evidence snapshot (data_cache/evidence: the result tables as Parquet, the maps only
+# at their explainer's grid — CAMs, occlusion windows — with their provenance), rebuilt from scratch
+# the way the app builds it: the quick phase, then the background build's rounds over every demo
+# model (about 2 h 25 min on 2 CPU cores), then the export. A new demo store starts from it;
+# tests/pipeline/test_evidence.py recomputes a sample of its rows.
 EVIDENCE_STORE := data_cache/evidence-build.duckdb
 demo-evidence: $(VENV)/.installed | $(MODEL)
 	rm -f $(EVIDENCE_STORE) $(EVIDENCE_STORE).build.json
