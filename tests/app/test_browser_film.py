@@ -87,14 +87,17 @@ ALL_RANGES = """() => { const l = document.getElementById('film')._fullLayout;
   return Object.keys(l).filter((k) => /^[xy]axis\\d*$/.test(k)).sort().map((k) => [k, l[k].range]); }"""
 
 
-def settled(page, frame, quiet_ms: int = 3000, timeout_s: float = 180) -> None:
-    """Wait until no map computes (no Cancel) and the drawn films stay the same for ``quiet_ms``."""
+def settled(page, frame, quiet_ms: int = 3000, timeout_s: float = 180, *, maps: bool = False) -> None:
+    """Wait until no map computes (no Cancel) and the drawn films stay the same for ``quiet_ms``
+    (``maps``: and every film has its map: a live one may not have started yet, under load)."""
     deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
+    missing = "shown.payload.films.filter((f) => !f.heat).length" if maps else "0"
     while time.monotonic() < deadline:
-        now = (frame.evaluate("window.filmStats.rev"), page.get_by_role("button", name="Cancel").count())
+        now = (frame.evaluate("window.filmStats.rev"), page.get_by_role("button", name="Cancel").count(),
+               frame.evaluate(missing))
         if now != last:
             last, since = now, time.monotonic()
-        elif not now[1] and time.monotonic() - since > quiet_ms / 1000:
+        elif not now[1] and not now[2] and time.monotonic() - since > quiet_ms / 1000:
             return
         page.wait_for_timeout(250)
     raise AssertionError(f"the films never settled: {last}")
@@ -108,7 +111,7 @@ def test_compare_and_grid_answer_display_clicks_in_the_browser_for_every_film(ap
         page.goto(f"{app_url}/explorer?layout={layout}&explainer=gradcam")
         page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
         frame = film_frame(page)
-        settled(page, frame)
+        settled(page, frame, maps=True)
         assert len(frame.evaluate(CANVASES)) == films  # one component, a canvas per panel
         zoom_in(page, frame)
         zoomed, drawn = frame.evaluate(ALL_RANGES), frame.evaluate("window.filmStats.rev")

@@ -47,17 +47,28 @@ def test_every_shipped_row_has_a_check(prov):
     assert unchecked(SNAPSHOT) == {}
 
 
-def _shipped_checks() -> list[str]:
-    """The checks with rows in the shipped snapshot (every check is exercised on a tiny snapshot
-    in test_evidence_checks.py, whatever ships)."""
-    return [name for name in sorted(CHECKS) if not sample(SNAPSHOT, name, 1, SEED).empty]
+#: The checks whose sample costs minutes (a forward pass per occluded window, per fidelity subset):
+#: their test lives in test_evidence_costly.py, so that CI's workers (one per file) run them beside
+#: these.
+COSTLY = ("fidelity", "localization: occlusion sweep", "localization_scores: occlusion sweep", "shortcut")
 
 
-@pytest.mark.parametrize("table", _shipped_checks())
-def test_a_seeded_sample_of_shipped_rows_recomputes_equal(prov, table):
+def shipped_checks(costly: bool) -> list[str]:
+    """The checks with rows in the shipped snapshot, the costly ones or the others (every check is
+    exercised on a tiny snapshot in test_evidence_checks.py, whatever ships)."""
+    return [name for name in sorted(CHECKS)
+            if (name in COSTLY) == costly and not sample(SNAPSHOT, name, 1, SEED).empty]
+
+
+def seeded_sample_recomputes_equal(table: str) -> None:
     rows, again = _recomputed(SNAPSHOT, table)
     assert len(rows) == min(N_ROWS, len(CHECKS[table].rows(pd.read_parquet(SNAPSHOT / f"{CHECKS[table].table}.parquet"))))
     assert differences(rows, again, CHECKS[table].key) == []
+
+
+@pytest.mark.parametrize("table", shipped_checks(costly=False))
+def test_a_seeded_sample_of_shipped_rows_recomputes_equal(table):
+    seeded_sample_recomputes_equal(table)
 
 
 def test_a_changed_number_fails(tmp_path, prov):
