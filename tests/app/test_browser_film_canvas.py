@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 import pytest
 from test_browser import _browser, _chromium  # noqa: F401 — the fixture skips without Chromium
+from test_browser_films import PROBE
 
 from cxrxai.present import film
 from cxrxai.present.film_view import browser_film
@@ -26,27 +27,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: Film pixels (row, column) sampled, inside the zoomed view below and off the contour (drawn over)
 PIXELS = [(70, 60), (71, 60), (70, 61), (95, 88), (110, 120), (84, 101), (120, 75), (88, 92)]
-#: Each pixel's centre on the screen by Plotly's axes (x = c·dx, y = r·dy) and the colour there:
-#: on the canvas (device pixels from the plot area's corner) or in the exported PNG (`url`)
-PROBE = """async ([pixels, [dx, dy], url]) => {
-  const gd = document.getElementById('film'), xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-  const dpr = window.devicePixelRatio || 1;
-  const at = pixels.map(([r, c]) => [xa.l2p(c * dx), ya.l2p(r * dy)]);
-  let ctx = document.getElementById('canvas').getContext('2d'), left = 0, top = 0, k = dpr;
-  if (url) {
-    const img = new Image();
-    img.src = url;
-    await img.decode();
-    const c = document.createElement('canvas');
-    c.width = img.width;
-    c.height = img.height;
-    ctx = c.getContext('2d');
-    ctx.drawImage(img, 0, 0);
-    [left, top, k] = [xa._offset, ya._offset, img.width / gd._fullLayout.width];
-  }
-  return at.map(([x, y]) => Array.from(ctx.getImageData(Math.floor((x + left) * k),
-                                                         Math.floor((y + top) * k), 1, 1).data.slice(0, 3)));
-}"""
+
+
+def probe(page, size, url=None) -> list[list[int]]:
+    """Each of :data:`PIXELS`' centre on the screen by Plotly's axes (x = c·dx, y = r·dy) and the
+    colour there, on the canvas or in the exported PNG ``url`` (test_browser_films' probe, film 0)."""
+    dx, dy = size
+    return page.evaluate(PROBE, [0, [[r * dy, c * dx] for r, c in PIXELS], url])
+
 
 
 def _film(shape=(1100, 1300)):
@@ -92,7 +80,7 @@ def test_the_canvas_shows_film_figure_s_pixel_at_plotly_s_coordinate_after_zoom_
         _open(page, args)
         _zoom(page, *size)
         settings = dict(args["settings"])
-        assert page.evaluate(PROBE, [PIXELS, size, None]) == _expected(image, saliency, settings)
+        assert probe(page, size) == _expected(image, saliency, settings)
         for control, value in (("lo", "40"), ("colormap", "inferno"), ("floor", "0.5")):
             before = page.evaluate("window.filmStats.applied")
             if control == "colormap":
@@ -101,11 +89,11 @@ def test_the_canvas_shows_film_figure_s_pixel_at_plotly_s_coordinate_after_zoom_
                 page.locator(f"#{control}").fill(value)
             page.wait_for_function(f"window.filmStats.applied > {before}", timeout=10_000)
             settings[control] = value if control == "colormap" else float(value)
-            assert page.evaluate(PROBE, [PIXELS, size, None]) == _expected(image, saliency, settings), control
-        shown = page.evaluate(PROBE, [PIXELS, size, None])
+            assert probe(page, size) == _expected(image, saliency, settings), control
+        shown = probe(page, size)
         exported = page.evaluate("() => window.filmExport(1)")
-        assert page.evaluate(PROBE, [PIXELS, size, exported]) == shown  # the export is what is on screen
+        assert probe(page, size, exported) == shown  # the export is what is on screen
         with page.expect_download() as download:  # the toolbar's camera saves that picture (at its scale)
             page.locator('[data-title="Download the film as shown (PNG)"]').click()
         saved = "data:image/png;base64," + base64.b64encode(Path(download.value.path()).read_bytes()).decode()
-        assert page.evaluate(PROBE, [PIXELS, size, saved]) == shown
+        assert probe(page, size, saved) == shown
