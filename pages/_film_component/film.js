@@ -20,9 +20,13 @@ let argsSettings = ""; // the settings Python last sent (applied only when they 
 let lastSent = ""; // the settings this component last sent to Python
 let settleTimer = null;
 let clickedAt = null;
-window.filmStats = {applied: 0, lastMs: null};
+let inputAt = null; // Date.now() of the last display click
+// applied: films drawn; lastMs: a click to its drawing; values: for each value sent to Python, the
+// milliseconds since the last display click (the settle time or more: never one per click)
+window.filmStats = {applied: 0, lastMs: null, values: []};
 
 function post(type, extra) {
+  if (type === "streamlit:setComponentValue") window.filmStats.values.push(Date.now() - inputAt);
   window.parent.postMessage({isStreamlitMessage: true, type, ...extra}, "*");
 }
 
@@ -119,6 +123,7 @@ function options(select, values, label) {
 
 function onInput(event) {
   clickedAt = event.timeStamp;
+  inputAt = Date.now();
   const id = event.target.id;
   settings = {...settings, [id]: read(id)};
   if (settings.lo >= settings.hi) {
