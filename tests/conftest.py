@@ -5,7 +5,10 @@ Everything is generated here, offline and seeded; nothing reads ../shared or the
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,29 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _WORKERS))
 TINY = PhantomConfig(size=96, n_images=64, split_fractions=(0.5, 0.25, 0.25), seed=7, min_prevalence=0.2)
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build(folder)`` filled, built once for the whole run; this process's own copy.
+
+    Under pytest-xdist each worker process would build every session fixture itself (the full tiny
+    store takes two minutes at one thread): the first worker that needs one builds it under a file
+    lock in the run's shared temporary folder, a worker asking meanwhile waits for it, and each
+    worker works on a copy of its own (tests write to their stores, as the app's live maps do)."""
+    own = tmp_path_factory.mktemp(name)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        build(own)
+        return own
+    shared = tmp_path_factory.getbasetemp().parent / f"built-{name}"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)  # a worker that failed building left a part
+            shared.mkdir()
+            build(shared)
+            (shared / ".built").touch()
+    shutil.copytree(shared, own, dirs_exist_ok=True)
+    return own
+
+
 @pytest.fixture(scope="session")
 def tiny_config() -> PhantomConfig:
     return TINY
@@ -32,12 +58,14 @@ def tiny_model_path(tmp_path_factory) -> Path:
     from cxrxai.models.demo_model import train_demo_model
     from cxrxai.models.train import TrainConfig
 
-    root = tmp_path_factory.mktemp("models")
-    _, path = train_demo_model(
-        name="tiny-densenet121", config=TINY, train_config=TrainConfig(schedule=((64, 1),), batch_size=16, warmup_steps=2),
-        input_size=64, models_dir=root / "models", data_dir=root / "phantoms",
-    )
-    return path
+    def build(root: Path) -> None:
+        train_demo_model(
+            name="tiny-densenet121", config=TINY, train_config=TrainConfig(schedule=((64, 1),), batch_size=16,
+                                                                          warmup_steps=2),
+            input_size=64, models_dir=root / "models", data_dir=root / "phantoms",
+        )
+
+    return built_once(tmp_path_factory, "models", build) / "models" / "tiny-densenet121.pt"
 
 
 @pytest.fixture(scope="session")
@@ -62,10 +90,11 @@ def tiny_full_store(tmp_path_factory, tiny_model_path) -> Path:
               Stage("second reader", reader_stage), Stage("baselines", baseline_stage), Stage("geometry", geometry_stage),
               Stage("trust", lambda c: trust_stage(c, trust_plan)),
               Stage("fidelity", lambda c: fidelity_stage(c, FidelityPlan(cases=2, iterations=20, subset=64)))]
-    path = tmp_path_factory.mktemp("full") / "full.duckdb"
-    build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms", config=TINY,
-               stages=stages, extra_models=[tiny_model_path])
-    return path
+    def build(root: Path) -> None:
+        build_demo(root / "full.duckdb", model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms",
+                   config=TINY, stages=stages, extra_models=[tiny_model_path])
+
+    return built_once(tmp_path_factory, "full", build) / "full.duckdb"
 
 
 @pytest.fixture(scope="session")
@@ -73,11 +102,11 @@ def tiny_store(tmp_path_factory, tiny_model_path) -> Path:
     """A complete tiny demo store (cases, model, predictions, thresholds)."""
     from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
 
-    root = tmp_path_factory.mktemp("store")
-    path = root / "tiny.duckdb"
-    build_demo(path, model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms", config=TINY,
-               stages=[Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)])
-    return path
+    def build(root: Path) -> None:
+        build_demo(root / "tiny.duckdb", model_path=tiny_model_path, data_dir=tiny_model_path.parent.parent / "phantoms",
+                   config=TINY, stages=[Stage("predictions", predictions_stage), Stage("thresholds", thresholds_stage)])
+
+    return built_once(tmp_path_factory, "store", build) / "tiny.duckdb"
 
 
 @pytest.fixture(scope="session")
@@ -87,12 +116,15 @@ def shortcut_world(tiny_config, tiny_model_path, tmp_path_factory):
     from cxrxai.models.train import TrainConfig
     from cxrxai.pipeline.shortcut import shortcut_config, train_shortcut_model
 
-    root = tmp_path_factory.mktemp("shortcut")
     config = shortcut_config(tiny_config, n_images=80)
-    path = train_shortcut_model(tiny_model_path, config=config, models_dir=root / "models", data_dir=root / "data",
-                                name="tiny-shortcut", input_size=64,
-                                train_config=TrainConfig(schedule=((64, 1),), batch_size=16, warmup_steps=2, lr=3e-4))
-    return config, path, root
+
+    def build(root: Path) -> None:
+        train_shortcut_model(tiny_model_path, config=config, models_dir=root / "models", data_dir=root / "data",
+                             name="tiny-shortcut", input_size=64,
+                             train_config=TrainConfig(schedule=((64, 1),), batch_size=16, warmup_steps=2, lr=3e-4))
+
+    root = built_once(tmp_path_factory, "shortcut", build)
+    return config, root / "models" / "tiny-shortcut.pt", root
 
 
 @pytest.fixture(scope="session")
@@ -106,16 +138,16 @@ def shortcut_plan():
 @pytest.fixture(scope="session")
 def shortcut_store(shortcut_world, shortcut_plan, tiny_full_store, tiny_model_path, tmp_path_factory) -> Path:
     """The tiny full store with the planted-shortcut rows added (a copy)."""
-    import shutil
-
     from cxrxai.models.registry import load
     from cxrxai.pipeline.shortcut import shortcut_stage
     from cxrxai.store import write_store
 
     config, path, root = shortcut_world
-    out = tmp_path_factory.mktemp("shortcut-store") / "store.duckdb"
-    shutil.copy(tiny_full_store, out)
-    with write_store(out) as w:
-        shortcut_stage(w, {"shortcut": load(path, device="cpu"), "control": load(tiny_model_path, device="cpu")},
-                       config=config, data_dir=root / "data", plan=shortcut_plan)
-    return out
+
+    def build(folder: Path) -> None:
+        shutil.copy(tiny_full_store, folder / "store.duckdb")
+        with write_store(folder / "store.duckdb") as w:
+            shortcut_stage(w, {"shortcut": load(path, device="cpu"), "control": load(tiny_model_path, device="cpu")},
+                           config=config, data_dir=root / "data", plan=shortcut_plan)
+
+    return built_once(tmp_path_factory, "shortcut-store", build) / "store.duckdb"
