@@ -27,3 +27,27 @@ def wait_healthy(url: str, limit_s: float) -> float:
 def chromium(playwright):
     """A headless Chromium from a ``sync_playwright()`` context."""
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def open_picker(page, label: str, tries: int = 4) -> list[str]:
+    """Open the selectbox labelled ``label``; its options' texts. A rerun closes an open dropdown
+    (the film's settings reach the server after display clicks), so opening it is retried."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    options, box = page.get_by_role("option"), page.locator('[data-testid="stSelectbox"]').filter(has_text=label)
+    for _ in range(tries - 1):
+        box.first.click()
+        try:
+            options.first.wait_for(timeout=5_000)
+            return options.all_inner_texts()
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    box.first.click()
+    options.first.wait_for(timeout=20_000)
+    return options.all_inner_texts()
+
+
+def pick(page, label: str, option: str) -> None:
+    """Choose ``option`` in the selectbox labelled ``label``."""
+    open_picker(page, label)
+    page.get_by_role("option", name=option, exact=True).click()

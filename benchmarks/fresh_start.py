@@ -1,15 +1,18 @@
 """From a fresh clone to the first chart, then to the whole evidence, timed the way a user meets it.
 
-    .venv/bin/python -m benchmarks.fresh_start [--workdir /tmp/cxrxai-fresh] [--evidence] [--port 8765]
+    .venv/bin/python -m benchmarks.fresh_start [--workdir /tmp/cxrxai-fresh] [--pages] [--evidence] [--port 8765]
 
 Clones this repository (its committed HEAD) into ``--workdir``, installs it (``make install``,
 timed apart), then runs ``make app`` there (the quick phase, then the app, which starts the
 evidence build in the background) and opens the Overview in Debian's Chromium (Playwright) until
-its heading and first chart are drawn. With ``--evidence`` it then watches the background build
-through its status file, the way the sidebar does, recording when each step of each round starts,
-and when each model's first look and full evidence are complete, until the build finishes
-(``evidence_built_at`` in the store). Nothing else should run on the machine meanwhile.
-Results go to ``benchmarks/results/fresh-start.json`` (of the checkout that runs the script).
+its heading and first chart are drawn. With ``--pages`` it then opens every Explanations page for
+every model in the sidebar's picker, as a user clicks through them, and records when all of them
+show their charts with a count (n) and none says the store lacks its evidence. With ``--evidence``
+it then watches the background build through its status file, the way the sidebar does, recording
+when each step of each round starts, and when each model's first look and full evidence are
+complete, until the build finishes (``evidence_built_at`` in the store). Nothing else should run
+on the machine meanwhile. Results go to ``benchmarks/results/fresh-start.json`` (of the checkout
+that runs the script).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 
 from cxrxai.bench import machine
 
-from ._browser import chromium, wait_healthy
+from ._browser import chromium, open_picker, pick, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,6 +49,63 @@ def _first_chart(port: int, t0: float) -> dict:
         page.screenshot(path=str(ROOT / "benchmarks" / "results" / "fresh-start-overview.png"))
         browser.close()
     return {"overview_heading_s": round(heading, 1), "overview_first_chart_s": round(chart, 1)}
+
+
+#: What the app says on a page whose evidence the store lacks (pages/_widgets.missing)
+EMPTY = "The store has no"
+#: "n = 40", "n=40", "(n 40)": a number's count beside it
+N_SHOWN = r"\bn\s?=\s?\d|\bn \d"
+
+
+def _idle(page, quiet_ms: int = 1500, limit_s: float = 300) -> None:
+    """Wait until the app's script has finished (no running indicator for ``quiet_ms``)."""
+    running, since, t = page.locator('[data-testid="stStatusWidget"]'), None, time.monotonic()
+    while time.monotonic() - t < limit_s:
+        if running.count():
+            since = None
+        elif since is None:
+            since = time.monotonic()
+        elif time.monotonic() - since > quiet_ms / 1000:
+            return
+        page.wait_for_timeout(100)
+    raise SystemExit(f"the page was still running after {limit_s:.0f} s")
+
+
+def _evidence_pages(port: int, t0: float) -> dict:
+    """Every Explanations page for every model in the sidebar's picker, the way a user opens them:
+    its charts, whether it shows a count (n) and no "the store has no ..." message; when every one
+    of them was complete (seconds from ``t0``), or None."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    from pages._shell import SECTIONS
+
+    rows = []
+    with sync_playwright() as p:
+        browser = chromium(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/", timeout=120_000)
+        page.get_by_role("heading", name="Overview").first.wait_for(timeout=300_000)
+        _idle(page)
+        models = open_picker(page, "Model")
+        page.keyboard.press("Escape")
+        for model in models:
+            pick(page, "Model", model)
+            _idle(page)
+            for _, title, _ in SECTIONS["Explanations"]:
+                page.get_by_role("link", name=title).first.click()
+                _idle(page)
+                main = page.locator('[data-testid="stMain"]')
+                text = main.inner_text()
+                rows.append({"model": model, "page": title, "at_s": round(time.monotonic() - t0, 1),
+                             "charts": main.locator('[data-testid="stPlotlyChart"]').count(),
+                             "tables": main.locator('[data-testid="stDataFrame"]').count(),
+                             "n_shown": bool(re.search(N_SHOWN, text)), "empty": text.count(EMPTY)})
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        browser.close()
+    complete = all(r["charts"] and r["n_shown"] and not r["empty"] for r in rows)
+    return {"pages": rows, "models": models, "every_page_complete_s": rows[-1]["at_s"] if complete and rows else None}
 
 
 def _watch_evidence(store: Path, t0: float, limit_s: float) -> dict:
@@ -98,6 +158,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cxrxai-fresh"))
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--pages", action="store_true",
+                    help="then open every Explanations page for every model, timing when all are complete")
     ap.add_argument("--evidence", action="store_true", help="also time the background evidence build to its end")
     ap.add_argument("--limit-h", type=float, default=6.0, help="give up on the evidence after this many hours")
     args = ap.parse_args(argv)
@@ -118,6 +180,8 @@ def main(argv=None) -> int:
         wait_healthy(f"http://127.0.0.1:{args.port}", 900)
         result["server_answers_s"] = round(time.monotonic() - t0, 1)
         result.update(_first_chart(args.port, t0))
+        if args.pages:
+            result["evidence_pages"] = _evidence_pages(args.port, t0)
         if args.evidence:
             ev = _watch_evidence(args.workdir / "data_cache" / "demo.duckdb", t0, args.limit_h * 3600)
             result["evidence"] = {**ev, "milestones": _milestones(ev["steps"], ev["finished_s"])}
@@ -127,7 +191,9 @@ def main(argv=None) -> int:
         _stop_build(args.workdir / "data_cache" / "demo.duckdb")
     out = ROOT / "benchmarks" / "results" / "fresh-start.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "evidence"}, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("evidence", "evidence_pages")}, indent=1))
+    if "evidence_pages" in result:
+        print("every Explanations page of every model complete at", result["evidence_pages"]["every_page_complete_s"], "s")
     if "evidence" in result:
         print(json.dumps(result["evidence"]["milestones"], indent=1))
     return 0

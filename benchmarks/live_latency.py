@@ -36,7 +36,7 @@ from pathlib import Path
 from cxrxai import paths
 from cxrxai.bench import machine
 
-from ._browser import chromium, wait_healthy
+from ._browser import chromium, open_picker, pick, wait_healthy
 
 FILM = 'iframe[title*="cxrxai_film"]'
 #: The film component's drawn film: its revision once it has drawn one, else null
@@ -101,30 +101,12 @@ def _display_click(page) -> float:
     return frame.evaluate("window.filmStats.lastMs") / 1000
 
 
-def _open_picker(page, label: str, tries: int = 4) -> list[str]:
-    """Open the selectbox labelled ``label``; its options' texts. A rerun closes an open dropdown
-    (the film's settings reach the server after display clicks), so opening it is retried."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    options, box = page.get_by_role("option"), page.locator('[data-testid="stSelectbox"]').filter(has_text=label)
-    for _ in range(tries - 1):
-        box.first.click()
-        try:
-            options.first.wait_for(timeout=5_000)
-            return options.all_inner_texts()
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    box.first.click()
-    options.first.wait_for(timeout=20_000)
-    return options.all_inner_texts()
-
-
 def _picks(page, label: str, choices: list[str], clicks: int) -> list[float]:
     """Data clicks: pick one of two ``choices`` in the selectbox labelled ``label``, each time the
     one that is not its value (so that every pick draws another film)."""
     times = []
     for _ in range(clicks):
-        _open_picker(page, label)
+        open_picker(page, label)
         selected = page.get_by_role("option", selected=True)
         current = selected.first.inner_text() if selected.count() else None
         name = choices[1] if choices[0] == current else choices[0]
@@ -152,11 +134,6 @@ def _cases(page, clicks: int) -> list[float]:
         times.append(_timed_data_click(page, lambda p, at=at: p.mouse.click(*at)))
         page.wait_for_timeout(300)
     return times
-
-
-def _choose(page, label: str, option: str) -> None:
-    _open_picker(page, label)
-    page.get_by_role("option", name=option, exact=True).click()
 
 
 def _slider(page, label: str, key: str) -> None:
@@ -188,7 +165,7 @@ def _summary(times: list[float], idle: float | None = None) -> dict:
 
 def _findings(page) -> list[str]:
     """Two labelled findings of the Finding picker (the picker closed again)."""
-    labelled = [f for f in _open_picker(page, "Finding") if "not labelled" not in f]
+    labelled = [f for f in open_picker(page, "Finding") if "not labelled" not in f]
     page.keyboard.press("Escape")
     if len(labelled) < 2:
         raise SystemExit(f"the store's explorer offers fewer than two labelled findings: {labelled}")
@@ -243,14 +220,14 @@ def _layouts(page, port: int, clicks: int, idle: float) -> dict:
 def _live(page, clicks: int, idle: float) -> dict:
     """Display clicks while occlusion 8/4, then Integrated Gradients with 100 steps, compute."""
     results = {}
-    _choose(page, "Explainer", "Occlusion")
+    pick(page, "Explainer", "Occlusion")
     page.get_by_text("Patch (px)").first.wait_for(timeout=60_000)
     _slider(page, "Patch (px)", "Home")  # 8 px windows: minutes of work on 2 cores
     page.wait_for_timeout(500)
     _slider(page, "Stride (px)", "Home")
     results["display during occlusion 8/4"] = _summary(_during(page, clicks), idle)
     print(results, flush=True)
-    _choose(page, "Explainer", "Integrated Gradients")
+    pick(page, "Explainer", "Integrated Gradients")
     page.get_by_text("Integration steps").first.wait_for(timeout=60_000)
     _slider(page, "Integration steps", "End")  # 100 steps
     results["display during IG 100 steps"] = _summary(_during(page, clicks), idle)
