@@ -9,8 +9,9 @@ STORE  := data_cache/demo.duckdb
 MODEL  := data_cache/models/demo-densenet121.pt
 
 # Tests on every core (at most 4 worker processes), each test file on one worker (its module fixtures
-# built once; the Ray cluster and engine tests share one file); PYTEST_PARALLEL= runs them serially.
-PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadfile
+# built once; the Ray cluster and engine tests share one file), the longest files first (the order
+# tests/conftest.py gives them); PYTEST_PARALLEL= runs them serially.
+PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 .PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
 

@@ -6,6 +6,7 @@ Everything is generated here, offline and seeded; nothing reads ../shared or the
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -20,6 +21,18 @@ from cxrxai.data.phantom import PhantomConfig
 # pytest-xdist the cores are shared out between the worker processes.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _WORKERS))
+
+#: Seconds each test file took in a CI run (refreshed by tests/durations.py)
+DURATIONS = json.loads((Path(__file__).with_name("durations.json")).read_text())
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first, each file's tests in their own order. CI's workers take whole
+    files (``--dist loadfile``) in this order (``--no-loadscope-reorder``; xdist's own order, the
+    files with most tests first, started the longest files last, one worker running them alone while
+    the other had finished); files not yet timed come last."""
+    items.sort(key=lambda item: -DURATIONS.get(item.nodeid.split("::")[0], 0.0))
+
 
 TINY = PhantomConfig(size=96, n_images=64, split_fractions=(0.5, 0.25, 0.25), seed=7, min_prevalence=0.2)
 

@@ -8,7 +8,9 @@ stored and the command that re-roots the store.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from .io import read_image
 from .masks import box_mask, decode_rle
 from .phantom import CaseSpec, PhantomConfig, render
 
-__all__ = ["CaseMasks", "case_image", "case_masks", "missing_root"]
+__all__ = ["CaseMasks", "case_image", "case_masks", "masks_by_case", "missing_root"]
 
 
 @lru_cache(maxsize=8)
@@ -65,19 +67,55 @@ class CaseMasks(dict):
     """``{(label, reader): (H, W) bool mask}`` — the union of that reader's instances."""
 
 
-def case_masks(annotations: pd.DataFrame, height: int, width: int) -> CaseMasks:
-    """Ground-truth masks per label and reader from stored annotation rows (masks, else boxes)."""
+#: The annotation columns a mask is made from, in the order :func:`_masks` reads them
+_COLUMNS = ["image_id", "label", "reader", "kind", "mask_rle", "mask_height", "mask_width",
+            "x", "y", "w", "h"]
+
+
+def _rows(annotations: pd.DataFrame) -> Iterable[tuple]:
+    """``annotations``' rows as plain tuples of :data:`_COLUMNS`, by image, label and reader (each
+    group in its stored order); rows without a label or reader belong to no mask."""
+    rows = annotations.dropna(subset=["label", "reader"])[_COLUMNS]
+    return rows.sort_values(["image_id", "label", "reader"], kind="stable").itertuples(index=False, name=None)
+
+
+def _masks(rows: Iterable[tuple], height: int, width: int) -> CaseMasks:
+    """One image's masks from its rows (:func:`_rows` order): per (label, reader) the union of its
+    masks, else of its boxes; a reader with points only has an empty mask."""
     out = CaseMasks()
-    for (label, reader), grp in annotations.groupby(["label", "reader"], sort=True):
+    for (label, reader), group in itertools.groupby(rows, key=lambda r: (r[1], r[2])):
+        group = list(group)
+        has_mask = any(r[3] == "mask" for r in group)
         mask = np.zeros((height, width), bool)
-        kinds = set(grp["kind"])
-        for r in grp.itertuples(index=False):
-            if r.kind == "mask":
-                m = decode_rle(r.mask_rle, r.mask_height, r.mask_width)
+        for _, _, _, kind, rle, mask_h, mask_w, x, y, w, h in group:
+            if kind == "mask":
+                m = decode_rle(rle, mask_h, mask_w)
                 if m.shape != (height, width):
                     raise DataError(f"{label} mask is {m.shape}, image is {(height, width)}")
                 mask |= m
-            elif r.kind == "box" and "mask" not in kinds:
-                mask |= box_mask((r.x, r.y, r.w, r.h), height, width)
+            elif kind == "box" and not has_mask:
+                mask |= box_mask((x, y, w, h), height, width)
         out[(label, reader)] = mask
     return out
+
+
+def case_masks(annotations: pd.DataFrame, height: int, width: int) -> CaseMasks:
+    """Ground-truth masks per label and reader from stored annotation rows (masks, else boxes)."""
+    return _masks(_rows(annotations), height, width)
+
+
+def masks_by_case(annotations: pd.DataFrame, sizes: Mapping[str, tuple[int, int]]
+                  ) -> tuple[dict[str, CaseMasks], dict[str, DataError]]:
+    """:func:`case_masks` of every image of ``annotations`` that has a size in ``sizes``, in one pass
+    over the rows (a pandas group per image cost ~5 ms, a minute over a few thousand images), and
+    the images whose annotations do not fit them, with the error."""
+    out, bad = {}, {}
+    rows = _rows(annotations[annotations["image_id"].isin(set(sizes))])
+    for image_id, group in itertools.groupby(rows, key=lambda r: r[0]):
+        try:
+            out[image_id] = _masks(group, *sizes[image_id])
+        except DataError as err:
+            bad[image_id] = err
+    for image_id in set(annotations["image_id"]).intersection(sizes) - out.keys() - bad.keys():
+        out[image_id] = CaseMasks()  # rows of no label or reader: no mask, as case_masks gives
+    return out, bad

@@ -17,9 +17,8 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from ..data.cases import case_masks
+from ..data.cases import masks_by_case
 from ..data.demo import SHORTCUT_READER
-from ..errors import DataError
 from ..explain import native_map
 from ..labels import NO_FINDING
 from ..metrics import geometry
@@ -81,14 +80,9 @@ def truth_by_case(writer, image_ids, *, stage: str) -> tuple[dict, dict, list[di
     ann = writer.annotations()
     ann = ann[ann["image_id"].isin(ids)]
     sizes = image_sizes(writer.images(image_ids=ids), ann)
-    truths, problems = {}, []
-    for img, g in ann.groupby("image_id"):
-        if img not in sizes:
-            continue
-        try:
-            truths[img] = case_masks(g, *sizes[img])
-        except DataError as err:
-            problems.append({"stage": stage, "image_id": img, "problem": f"{err}; image not scored"})
+    truths, bad = masks_by_case(ann, sizes)
+    problems = [{"stage": stage, "image_id": img, "problem": f"{err}; image not scored"}
+                for img, err in bad.items()]
     return truths, sizes, problems
 
 
@@ -327,14 +321,18 @@ def reader_stage(ctx) -> dict:
         return {"readers": others, "skipped": bool(others)}
     truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="second reader")
     _put_problems(ctx, problems)
+    ann = ann[ann.image_id.isin(set(truths))]
+    by_reader = ann[ann.kind == "point"].groupby(["image_id", "label", "reader"])
+    points = {k: g[["x", "y"]].to_numpy() for k, g in by_reader}  # one pass, not a filter per case
+    cases = ann[["image_id", "label"]].drop_duplicates().sort_values(["image_id", "label"])
     rows = []
-    for (img, label), g in ann[ann.image_id.isin(set(truths))].groupby(["image_id", "label"]):
+    for img, label in cases.itertuples(index=False):
         masks = truths[img]
         truth = masks.get((label, REFERENCE))
         if truth is None or label == NO_FINDING:
             continue
         for reader in others:
-            pts = g[(g.reader == reader) & (g.kind == "point")][["x", "y"]].to_numpy()
+            pts = points.get((img, label, reader), np.zeros((0, 2)))
             mask = masks.get((label, reader), np.zeros(sizes[img], bool))
             rows.append(
                 {
@@ -372,14 +370,13 @@ def geometry_stage(ctx) -> dict:
     truths, _, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="geometry")
     _put_problems(ctx, problems)
     rows = []
-    for (img, label, reader), g in ann[ann.image_id.isin(set(truths))].groupby(
-        ["image_id", "label", "reader"]
-    ):
+    scored = ann[ann.image_id.isin(set(truths))]
+    instances = scored.groupby(["image_id", "label", "reader"])["instance"].nunique()
+    for (img, label, reader), n_inst in instances.items():
         mask = truths[img][(label, reader)]
-        n_inst = int(g["instance"].nunique())
         for rule in geometry.DOMINANT:
             rows.append({"image_id": img, "label": label, "reader": reader, "dominant": rule,
-                         **geometry.features(mask, instances=n_inst, dominant=rule)})
+                         **geometry.features(mask, instances=int(n_inst), dominant=rule)})
     if rows:
         ctx.writer.put_table("geometry", pd.DataFrame(rows))
     return {"masks": len(rows) // len(geometry.DOMINANT), "images": len(truths),
