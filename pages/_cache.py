@@ -38,6 +38,7 @@ __all__ = [
     "session_memo",
     "shortcut_cases",
     "shortcut_panels",
+    "store_box",
     "store_path",
     "stored_map",
     "stored_settings",
@@ -47,7 +48,12 @@ __all__ = [
     "worker",
 ]
 
+#: The chosen store's path: plain session state, never a widget's (Streamlit drops the sidebar box's
+#: own state on a page switch: in AppTest on every switch, in Chromium on some, and the page then
+#: opened "no store at .")
 STORE_KEY = "store_path"
+#: The sidebar's Store box, shown from STORE_KEY; typing a path there chooses it
+STORE_BOX = "store_box"
 
 
 # --------------------------------------------------------------------------- store
@@ -57,9 +63,25 @@ def _open(path: str) -> Store:
 
 
 def store_path() -> str:
+    """The chosen store: the one typed in the sidebar, else ``CXRXAI_STORE``, else the demo store."""
     if STORE_KEY not in st.session_state:
         st.session_state[STORE_KEY] = os.environ.get("CXRXAI_STORE", str(paths.demo_store()))
     return st.session_state[STORE_KEY]
+
+
+def store_box() -> None:
+    """The sidebar's Store box: it opens at the chosen store (on a page switch Streamlit may drop the
+    box's own state: it opens at the store again), and a path typed there becomes the chosen store;
+    an emptied box keeps the store and shows it again."""
+    st.text_input("Store", value=store_path(), key=STORE_BOX, on_change=_typed,
+                  help="Path of a DuckDB store built by `python -m cxrxai`")
+
+
+def _typed() -> None:
+    typed = (st.session_state.get(STORE_BOX) or "").strip()
+    if typed:
+        st.session_state[STORE_KEY] = typed
+    del st.session_state[STORE_BOX]  # the box is drawn anew at the chosen store, as it is used
 
 
 def current_store() -> Store | None:

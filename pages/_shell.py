@@ -16,7 +16,7 @@ import streamlit as st
 
 from cxrxai.store import Store
 from pages._background import background_build
-from pages._cache import STORE_KEY, current_store, store_path
+from pages._cache import current_store, store_box
 from pages._state import keep_all
 from pages._widgets import pick_model
 
@@ -144,5 +144,4 @@ def password_gate() -> bool:
 # --------------------------------------------------------------------------- sidebar
 def sidebar() -> None:
     with st.sidebar:
-        store_path()  # seeds the default before the widget reads it
-        st.text_input("Store", key=STORE_KEY, help="Path of a DuckDB store built by `python -m cxrxai`")
+        store_box()

@@ -52,6 +52,24 @@ def test_page_renders_on_an_empty_store(empty_store, page):
     assert at.info or at.warning  # says what to run to fill it
 
 
+def test_the_sidebar_store_box_chooses_a_store_and_an_emptied_box_keeps_it(tiny_full_store, empty_store):
+    """The Store box shows the chosen store; a path typed there opens that store on every page; an
+    emptied box (as Streamlit left it on a page switch that landed while a fragment reran: the page
+    said "no store at .") keeps the store and shows it again."""
+    at = _app(tiny_full_store, "pages/trust.py")
+    box = lambda: next(t for t in at.sidebar.text_input if t.label == "Store")  # noqa: E731
+    assert box().value == str(tiny_full_store) and not at.error
+    box().set_value("").run()
+    assert not at.error and box().value == str(tiny_full_store) and at.session_state["store_path"] == str(
+        tiny_full_store)
+    at.switch_page("pages/fidelity.py").run()
+    assert not at.error and box().value == str(tiny_full_store)
+    box().set_value(f" {empty_store} ").run()  # typed, with stray spaces
+    assert at.session_state["store_path"] == str(empty_store) and (at.info or at.warning) and not at.error
+    at.switch_page("pages/overview.py").run()
+    assert box().value == str(empty_store) and (at.info or at.warning)  # the empty store says what fills it
+
+
 def test_explorer_choose_case_change_explainer_and_move_occlusion_sliders(tiny_full_store):
     from cxrxai.store import open_store
 
