@@ -5,8 +5,8 @@ clicks of ``benchmarks/live_latency.py``, each split on one wall clock (the page
     .venv/bin/python -m benchmarks.click_breakdown [--store data_cache/demo.duckdb] [--clicks 10]
 
 For each click, from the moment the benchmark asks for it (ms): ``sent`` (the browser sends the
-rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the message that
-carries the film, or its cached reference: the largest of the rerun until the film), ``received``
+rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the last message before the film's
+frame is given the new figure: the film's element, or its cached reference), ``received``
 (the film's frame is given the new figure: the page has rendered it), ``opened`` (the film's data
 decoded), ``drawn`` (the film painted, as ``live_latency`` times it) and ``last`` (the rerun's last
 message); the messages' bytes; the page's main-thread long tasks (> 50 ms) before the film is
@@ -26,7 +26,7 @@ from cxrxai import paths
 from cxrxai.bench import machine
 
 from . import live_latency as live
-from ._browser import chromium
+from ._browser import chromium, open_picker
 
 #: Wraps the page's WebSocket (before Streamlit opens it) and observes its long tasks: every
 #: message in and out with its wall-clock time and size, every long task with its start and length.
@@ -67,8 +67,7 @@ def _split(page, act) -> dict:
     ws, long = page.evaluate("window.__ws"), page.evaluate("window.__long")
     marks, parts = frame.evaluate("window.filmStats.marks"), frame.evaluate("window.filmStats.parts")
     ins = [m for m in ws if m["dir"] == "in"]
-    until = [m for m in ins if m["t"] <= marks["received"]] or ins
-    film = max(until, key=lambda m: m["n"])
+    film = ([m for m in ins if m["t"] <= marks["received"]] or ins)[-1]
     out = next(m for m in ws if m["dir"] == "out")
     return {"sent": out["t"] - t0, "first": ins[0]["t"] - t0, "film": film["t"] - t0,
             "received": marks["received"] - t0, "opened": marks["opened"] - t0, "drawn": marks["drawn"] - t0,
@@ -86,7 +85,7 @@ def _summary(rows: list[dict]) -> dict:
 def _picks(page, label: str, choices: list[str], clicks: int) -> list[dict]:
     rows = []
     for _ in range(clicks):
-        live._open_picker(page, label)
+        open_picker(page, label)
         selected = page.get_by_role("option", selected=True)
         current = selected.first.inner_text() if selected.count() else None
         option = page.get_by_role("option", name=choices[1] if choices[0] == current else choices[0], exact=True)
