@@ -5,8 +5,8 @@ clicks of ``benchmarks/live_latency.py``, each split on one wall clock (the page
     .venv/bin/python -m benchmarks.click_breakdown [--store data_cache/demo.duckdb] [--clicks 10]
 
 For each click, from the moment the benchmark asks for it (ms): ``sent`` (the browser sends the
-rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the last message before the film's
-frame is given the new figure: the film's element, or its cached reference), ``received``
+rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the last message
+before the film's frame is given the new figure: the film's element, or its cached reference), ``received``
 (the film's frame is given the new figure: the page has rendered it), ``opened`` (the film's data
 decoded), ``drawn`` (the film painted, as ``live_latency`` times it) and ``last`` (the rerun's last
 message); the messages' bytes; the page's main-thread long tasks (> 50 ms) before the film is
@@ -78,8 +78,10 @@ def _split(page, act) -> dict:
 
 
 def _summary(rows: list[dict]) -> dict:
-    return {k: {"median": round(statistics.median(r[k] for r in rows), 1), "max": round(max(r[k] for r in rows), 1)}
-            for k in rows[0]} | {"n": len(rows)}
+    def stats(values: list[float]) -> dict:
+        return {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
+
+    return {k: stats([r[k] for r in rows]) for k in rows[0]} | {"n": len(rows)}
 
 
 def _picks(page, label: str, choices: list[str], clicks: int) -> list[dict]:
@@ -88,7 +90,8 @@ def _picks(page, label: str, choices: list[str], clicks: int) -> list[dict]:
         open_picker(page, label)
         selected = page.get_by_role("option", selected=True)
         current = selected.first.inner_text() if selected.count() else None
-        option = page.get_by_role("option", name=choices[1] if choices[0] == current else choices[0], exact=True)
+        name = choices[1] if choices[0] == current else choices[0]
+        option = page.get_by_role("option", name=name, exact=True)
         rows.append(_split(page, lambda p, o=option: o.click()))
     return rows
 
@@ -131,7 +134,8 @@ def main() -> None:
             page.wait_for_timeout(3000)  # the worker warmed
             results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
             results["case"] = _summary(_cases(page, args.clicks))
-            results["explainer"] = _summary(_picks(page, "Explainer", args.explainers.split(","), args.clicks))
+            explainers = args.explainers.split(",")
+            results["explainer"] = _summary(_picks(page, "Explainer", explainers, args.clicks))
             browser.close()
     finally:
         server.terminate()
@@ -140,7 +144,8 @@ def main() -> None:
         print(click, {k: v if k == "n" else v["median"] for k, v in parts.items()})
     out = Path(__file__).parent / "results" / "click-breakdown.json"
     info = {**machine(), "load_average": os.getloadavg()}
-    out.write_text(json.dumps({"machine": info, "store": str(args.store), "results": results}, indent=1) + "\n")
+    record = {"machine": info, "store": str(args.store), "results": results}
+    out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"written to {out}")
 
 

@@ -116,10 +116,13 @@ def test_a_plain_table_has_its_numbers_formatted_as_the_styled_one_prints_them()
 
     small, huge = _render(10), _render(STYLED_CELLS // 3 + 1)
     assert not huge.exception, huge.exception
-    printed = pa.ipc.open_stream(small.dataframe[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
+    styled = small.dataframe[0].proto.arrow_data.styler.display_values
+    printed = pa.ipc.open_stream(styled).read_all().to_pandas()
     formats = {name: column["type_config"]["format"]
                for name, column in json.loads(huge.dataframe[0].proto.columns).items() if name != "_index"}
-    assert formats == {"n": "%d", "y": "%.3f", "z": "%.3f", "auroc": "%.3f", "age": "%d", "ground_truth": "%d"}
+    assert formats == {"n": "%d", "y": "%.3f", "z": "%.3f", "auroc": "%.3f", "age": "%d",
+                       "ground_truth": "%d"}
     row = huge.dataframe[0].value.iloc[1]  # the browser's printf prints what the Styler printed
-    assert all(formats[name] % row[name] == printed[name][1] for name in ("n", "z", "auroc", "age", "ground_truth"))
+    shown = ("n", "z", "auroc", "age", "ground_truth")
+    assert all(formats[name] % row[name] == printed[name][1] for name in shown)
     assert huge.dataframe[0].value.z.eq(0.25).all()  # the numbers stay numbers (no rounding sent)
