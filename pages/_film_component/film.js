@@ -24,6 +24,9 @@ let inputAt = null; // Date.now() of the last display click
 // applied: films drawn; lastMs: a click to its drawing; values: for each value sent to Python, the
 // milliseconds since the last display click (the settle time or more: never one per click)
 window.filmStats = {applied: 0, lastMs: null, values: []};
+// marks: when the last new figure arrived, was opened (decoded) and was drawn, on the wall clock
+// shared with the page (ms since the epoch: the page's and the frame's performance.now() differ)
+const wall = () => performance.timeOrigin + performance.now();
 
 function post(type, extra) {
   if (type === "streamlit:setComponentValue") window.filmStats.values.push(Date.now() - inputAt);
@@ -93,6 +96,7 @@ async function apply(fresh) {
     window.filmStats.applied += 1;
     window.filmStats.rev = shown.rev; // which film is drawn (a data click draws another)
     if (clickedAt !== null) window.filmStats.lastMs = performance.now() - clickedAt;
+    if (fresh) window.filmStats.marks.drawn = wall();
     clickedAt = null;
     document.body.dataset.applied = String(window.filmStats.applied);
     post("streamlit:setFrameHeight", {height: document.body.scrollHeight});
@@ -178,7 +182,11 @@ function render(args) {
     }
   }
   const fresh = shown === null || shown.rev !== args.rev;
-  if (fresh) open(args);
+  if (fresh) {
+    const received = wall();
+    open(args);
+    window.filmStats.marks = {received, opened: wall()};
+  }
   showSettings();
   if (fresh || changed) apply(fresh);
 }

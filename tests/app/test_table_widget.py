@@ -105,3 +105,24 @@ def test_a_table_shown_again_is_not_rendered_again_and_a_changed_one_is(monkeypa
     at.session_state["iou"] = 0.25
     at.run()
     assert len(rendered) == 2 and shown(at) == ["0.500", "0.250"]
+
+
+def test_a_plain_table_has_its_numbers_formatted_as_the_styled_one_prints_them():
+    """Past the Styler's reach (the explorer's case grid: no display strings rendered and sent on
+    every click) the browser formats the numbers: decimals, whole counts without, the dash."""
+    import json
+
+    from pages._widgets import STYLED_CELLS
+
+    small, huge = _render(10), _render(STYLED_CELLS // 3 + 1)
+    assert not huge.exception, huge.exception
+    styled = small.dataframe[0].proto.arrow_data.styler.display_values
+    printed = pa.ipc.open_stream(styled).read_all().to_pandas()
+    formats = {name: column["type_config"]["format"]
+               for name, column in json.loads(huge.dataframe[0].proto.columns).items() if name != "_index"}
+    assert formats == {"n": "%d", "y": "%.3f", "z": "%.3f", "auroc": "%.3f", "age": "%d",
+                       "ground_truth": "%d"}
+    row = huge.dataframe[0].value.iloc[1]  # the browser's printf prints what the Styler printed
+    shown = ("n", "z", "auroc", "age", "ground_truth")
+    assert all(formats[name] % row[name] == printed[name][1] for name in shown)
+    assert huge.dataframe[0].value.z.eq(0.25).all()  # the numbers stay numbers (no rounding sent)

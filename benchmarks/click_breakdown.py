@@ -1,0 +1,153 @@
+"""Where a data click's time goes, in a real browser: the explorer's finding, case and explainer
+clicks of ``benchmarks/live_latency.py``, each split on one wall clock (the page's and the film's
+``performance.timeOrigin + performance.now()``).
+
+    .venv/bin/python -m benchmarks.click_breakdown [--store data_cache/demo.duckdb] [--clicks 10]
+
+For each click, from the moment the benchmark asks for it (ms): ``sent`` (the browser sends the
+rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the last message
+before the film's frame is given the new figure: the film's element, or its cached reference), ``received``
+(the film's frame is given the new figure: the page has rendered it), ``opened`` (the film's data
+decoded), ``drawn`` (the film painted, as ``live_latency`` times it) and ``last`` (the rerun's last
+message); the messages' bytes; the page's main-thread long tasks (> 50 ms) before the film is
+drawn; and the film's own parts (``filmStats.parts``: blend, Plotly, paint). Medians and maxima to
+``benchmarks/results/click-breakdown.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from pathlib import Path
+
+from cxrxai import paths
+from cxrxai.bench import machine
+
+from . import live_latency as live
+from ._browser import chromium, open_picker
+
+#: Wraps the page's WebSocket (before Streamlit opens it) and observes its long tasks: every
+#: message in and out with its wall-clock time and size, every long task with its start and length.
+RECORD = """
+(() => {
+  const wall = () => performance.timeOrigin + performance.now();
+  window.__ws = []; window.__long = [];
+  const Socket = window.WebSocket;
+  window.WebSocket = class extends Socket {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (e) => window.__ws.push(
+        {dir: "in", t: wall(), n: e.data.byteLength ?? e.data.size ?? e.data.length}));
+    }
+    send(data) {
+      window.__ws.push({dir: "out", t: wall(), n: data.byteLength ?? data.length});
+      return super.send(data);
+    }
+  };
+  new PerformanceObserver((list) => list.getEntries().forEach((e) => window.__long.push(
+    {t: performance.timeOrigin + e.startTime, d: e.duration}))).observe({type: "longtask"});
+})();
+"""
+WALL = "performance.timeOrigin + performance.now()"
+#: How long after the film is drawn the rerun's last messages are waited for
+TAIL_MS = 1500
+
+
+def _split(page, act) -> dict:
+    """One data click (``act(page)``), split as the module says."""
+    page.evaluate("window.__ws = []; window.__long = []")
+    before = live._drawn(page)
+    t0 = page.evaluate(WALL)
+    act(page)
+    live._wait_film(page, before)
+    page.wait_for_timeout(TAIL_MS)
+    frame = live._frame(page)
+    ws, long = page.evaluate("window.__ws"), page.evaluate("window.__long")
+    marks, parts = frame.evaluate("window.filmStats.marks"), frame.evaluate("window.filmStats.parts")
+    ins = [m for m in ws if m["dir"] == "in"]
+    film = ([m for m in ins if m["t"] <= marks["received"]] or ins)[-1]
+    out = next(m for m in ws if m["dir"] == "out")
+    return {"sent": out["t"] - t0, "first": ins[0]["t"] - t0, "film": film["t"] - t0,
+            "received": marks["received"] - t0, "opened": marks["opened"] - t0, "drawn": marks["drawn"] - t0,
+            "last": ins[-1]["t"] - t0, "film_bytes": film["n"], "bytes": sum(m["n"] for m in ins),
+            "messages": len(ins), "requests": sum(m["dir"] == "out" for m in ws),
+            "long_tasks_ms": sum(e["d"] for e in long if e["t"] < marks["drawn"]),
+            **{f"film_{k}_ms": parts[k] for k in ("blend", "plotly", "paint")}}
+
+
+def _summary(rows: list[dict]) -> dict:
+    def stats(values: list[float]) -> dict:
+        return {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
+
+    return {k: stats([r[k] for r in rows]) for k in rows[0]} | {"n": len(rows)}
+
+
+def _picks(page, label: str, choices: list[str], clicks: int) -> list[dict]:
+    rows = []
+    for _ in range(clicks):
+        open_picker(page, label)
+        selected = page.get_by_role("option", selected=True)
+        current = selected.first.inner_text() if selected.count() else None
+        name = choices[1] if choices[0] == current else choices[0]
+        option = page.get_by_role("option", name=name, exact=True)
+        rows.append(_split(page, lambda p, o=option: o.click()))
+    return rows
+
+
+def _cases(page, clicks: int) -> list[dict]:
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+
+    def row(k: int) -> tuple[float, float]:
+        box = grid.bounding_box()
+        return box["x"] + 15, box["y"] + live.GRID_HEADER_PX + live.GRID_ROW_PX * (k + 0.5)
+
+    page.mouse.click(*row(0))
+    page.wait_for_timeout(live.SETTLE_MS)
+    rows = []
+    for k in range(clicks):
+        at = row((k + 1) % 2)
+        rows.append(_split(page, lambda p, at=at: p.mouse.click(*at)))
+    return rows
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=paths.demo_store())
+    parser.add_argument("--clicks", type=int, default=10)
+    parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--explainers", default="Grad-CAM,Grad-CAM++")
+    args = parser.parse_args()
+    server = live._serve(args.store, args.port)
+    try:
+        with sync_playwright() as p:
+            browser = chromium(p)
+            page = browser.new_page(viewport={"width": 1500, "height": 1100})
+            page.add_init_script(RECORD)
+            page.goto(f"http://127.0.0.1:{args.port}/explorer")
+            page.locator(live.FILM).first.wait_for(timeout=120_000)
+            live._wait_film(page, None, 120)
+            page.wait_for_timeout(3000)  # the worker warmed
+            results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
+            results["case"] = _summary(_cases(page, args.clicks))
+            explainers = args.explainers.split(",")
+            results["explainer"] = _summary(_picks(page, "Explainer", explainers, args.clicks))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    for click, parts in results.items():
+        print(click, {k: v if k == "n" else v["median"] for k, v in parts.items()})
+    out = Path(__file__).parent / "results" / "click-breakdown.json"
+    info = {**machine(), "load_average": os.getloadavg()}
+    record = {"machine": info, "store": str(args.store), "results": results}
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
