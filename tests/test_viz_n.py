@@ -24,12 +24,17 @@ def test_randomization_spread_needs_five_images_and_the_hover_says_n():
     sd = list(fig.data[0].error_y.array)
     assert np.isnan(sd[0]) and sd[1] == 0.2 and list(fig.data[0].customdata) == [3, 6]
     assert "n = %{customdata} images" in fig.data[0].hovertemplate and "± 1 SD" in fig.layout.title.text
+    assert fig.data[0].name == "gradcam (n = 3–6 images)"  # and in the legend
+    whole = viz.randomization_lines(curves.assign(count=10), pd.Series(dtype=float))
+    assert whole.data[0].name == "gradcam (n = 10 images)"
 
 
 def test_similarity_boxes_and_sweep_points_carry_n():
     t = pd.DataFrame({"kind": "reproducibility", "method": ["gradcam"] * 4 + ["saliency"] * 4, "ssim": np.linspace(0, 1, 8)})
-    box = viz.similarity_boxes(t).data[0]
+    boxes = viz.similarity_boxes(t)
+    box = boxes.data[0]
     assert box.name == "reproducibility (n = 4 a method)" and list(box.customdata) == [4] * 8
+    assert boxes.layout.showlegend is True  # one kind alone: Plotly hides a lone trace's legend
     sweep = pd.DataFrame({"patch": [32, 16], "stride": [16, 8], "maps": [20, 20], "cases_scored": [20, 19],
                           "seconds_mean": [7.2, 30.2], "iou": [0.11, 0.16]})
     line = viz.sweep_lines(sweep).data[0]

@@ -18,13 +18,16 @@ __all__ = ["PAIRED_MEAN", "paired_lines", "perturbation_lines", "randomization_l
 
 
 def randomization_lines(curves: pd.DataFrame, thresholds: pd.Series) -> go.Figure:
-    """Mean SSIM to the original map along cascading randomization, per method, with each
-    method's degradation threshold dashed (Arun et al. Fig. 3)."""
+    """Mean SSIM to the original map along cascading randomization, per method (its n of images in
+    the legend), with each method's degradation threshold dashed (Arun et al. Fig. 3)."""
     fig = go.Figure()
     for k, (method, g) in enumerate(curves.groupby("method", sort=True)):
         color = PALETTE[k % len(PALETTE)]
         sd = g["std"].where(g["count"] >= MIN_CI_N)  # no spread drawn from fewer than 5 images
-        fig.add_scatter(x=g["step"], y=g["mean"], name=method, mode="lines+markers", line_color=color,
+        low, high = int(g["count"].min()), int(g["count"].max())
+        n = f"n = {high}" if low == high else f"n = {low}–{high}"
+        fig.add_scatter(x=g["step"], y=g["mean"], name=f"{method} ({n} images)", mode="lines+markers",
+                        line_color=color,
                         error_y=dict(type="data", array=sd, visible=True), customdata=g["count"],
                         hovertemplate="%{x}: %{y:.3f} ± SD (n = %{customdata} images)<extra></extra>")
         if method in thresholds:
@@ -62,6 +65,7 @@ def similarity_boxes(t: pd.DataFrame) -> go.Figure:
     fig.add_hline(y=0.5, line_dash="dash", line_color="grey")
     fig.update_layout(title="Repeatability (same architecture) and reproducibility (another architecture)",
                       boxmode="group", yaxis=dict(title="SSIM", range=[0, 1.05]), **_LAYOUT)
+    fig.update_layout(showlegend=True)  # the legend holds n: shown for one kind alone too
     return fig
 
 
