@@ -51,8 +51,10 @@ def _first_chart(port: int, t0: float) -> dict:
     return {"overview_heading_s": round(heading, 1), "overview_first_chart_s": round(chart, 1)}
 
 
-#: What the app says on a page whose evidence the store lacks (pages/_widgets.missing)
-EMPTY = "The store has no"
+#: What the app says on a page whose evidence is still to come (pages/_widgets.missing,
+#: cxrxai.summaries.fill_hint); a page without charts that says neither tells why (e.g. a model the
+#: demo keeps for repeatability, with its CAMs only)
+PENDING = ("The store has no", "the background build computes it")
 #: "n = 40", "n=40", "(n 40)": a number's count beside it
 N_SHOWN = r"\bn\s?=\s?\d|\bn \d"
 
@@ -73,8 +75,9 @@ def _idle(page, quiet_ms: int = 1500, limit_s: float = 300) -> None:
 
 def _evidence_pages(port: int, t0: float) -> dict:
     """Every Explanations page for every model in the sidebar's picker, the way a user opens them:
-    its charts, whether it shows a count (n) and no "the store has no ..." message; when every one
-    of them was complete (seconds from ``t0``), or None."""
+    its charts, whether it shows a count (n), what it says instead of charts; when every one
+    of them was complete (seconds from ``t0``), or None: a page whose evidence is still to come, or
+    one with charts and no n."""
     import re
 
     from playwright.sync_api import sync_playwright
@@ -98,13 +101,17 @@ def _evidence_pages(port: int, t0: float) -> dict:
                 _idle(page)
                 main = page.locator('[data-testid="stMain"]')
                 text = main.inner_text()
+                info = main.locator('[data-testid="stAlertContentInfo"]')
                 rows.append({"model": model, "page": title, "at_s": round(time.monotonic() - t0, 1),
                              "charts": main.locator('[data-testid="stPlotlyChart"]').count(),
                              "tables": main.locator('[data-testid="stDataFrame"]').count(),
-                             "n_shown": bool(re.search(N_SHOWN, text)), "empty": text.count(EMPTY)})
+                             "n_shown": bool(re.search(N_SHOWN, text)),
+                             "pending": any(p in text for p in PENDING),
+                             "says": info.first.inner_text()[:300] if info.count() else ""})
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         browser.close()
-    complete = all(r["charts"] and r["n_shown"] and not r["empty"] for r in rows)
+    # complete: nothing still to come, and every page with charts shows n (one without says why)
+    complete = all(not r["pending"] and (r["n_shown"] if r["charts"] else r["says"]) for r in rows)
     return {"pages": rows, "models": models, "every_page_complete_s": rows[-1]["at_s"] if complete and rows else None}
 
 
