@@ -55,8 +55,8 @@ def _first_chart(port: int, t0: float) -> dict:
 #: cxrxai.summaries.fill_hint); a page without charts that says neither tells why (e.g. a model the
 #: demo keeps for repeatability, with its CAMs only)
 PENDING = ("The store has no", "the background build computes it")
-#: "n = 40", "n=40", "(n 40)": a number's count beside it
-N_SHOWN = r"\bn\s?=\s?\d|\bn \d"
+#: "n = 40", "n=40": a number's count beside it
+N_SHOWN = r"\bn\s?=\s?\d"
 
 
 def _idle(page, quiet_ms: int = 1500, limit_s: float = 300) -> None:
@@ -75,7 +75,8 @@ def _idle(page, quiet_ms: int = 1500, limit_s: float = 300) -> None:
 
 def _evidence_pages(port: int, t0: float) -> dict:
     """Every Explanations page for every model in the sidebar's picker, the way a user opens them:
-    its charts, whether it shows a count (n), what it says instead of charts; when every one
+    its charts, how many of them show a count (n) in their own text (title, legend, labels), whether
+    the page shows one, what it says instead of charts; when every one
     of them was complete (seconds from ``t0``), or None: a page whose evidence is still to come, or
     one with charts and no n."""
     import re
@@ -102,8 +103,10 @@ def _evidence_pages(port: int, t0: float) -> dict:
                 main = page.locator('[data-testid="stMain"]')
                 text = main.inner_text()
                 info = main.locator('[data-testid="stAlertContentInfo"]')
+                charts = main.locator('[data-testid="stPlotlyChart"]')
                 rows.append({"model": model, "page": title, "at_s": round(time.monotonic() - t0, 1),
-                             "charts": main.locator('[data-testid="stPlotlyChart"]').count(),
+                             "charts": charts.count(),
+                             "charts_with_n": sum(bool(re.search(N_SHOWN, c.inner_text())) for c in charts.all()),
                              "tables": main.locator('[data-testid="stDataFrame"]').count(),
                              "n_shown": bool(re.search(N_SHOWN, text)),
                              "pending": any(p in text for p in PENDING),

@@ -196,7 +196,8 @@ def _styled(df: pd.DataFrame, digits: int) -> Styler:
 def _formats(df: pd.DataFrame, digits: int) -> dict:
     """A plain table's number formats, as :func:`_styled` prints them, for the browser to apply: its
     floats with ``digits`` decimals, its whole counts without any (a missing value is the dash,
-    the dataframe's placeholder)."""
+    the dataframe's placeholder). Two differences: the browser rounds an exact binary tie up (0.0625
+    → 0.063) where Python rounds it to even (0.062), and leaves an infinite value blank."""
     whole = set(_whole(df))
     return {c: st.column_config.NumberColumn(format="%d" if c in whole else f"%.{digits}f")
             for c in df.select_dtypes("float").columns}

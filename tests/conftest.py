@@ -43,7 +43,8 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     Under pytest-xdist each worker process would build every session fixture itself (the full tiny
     store takes two minutes at one thread): the first worker that needs one builds it under a file
     lock in the run's shared temporary folder, a worker asking meanwhile waits for it, and each
-    worker works on a copy of its own (tests write to their stores, as the app's live maps do)."""
+    worker works on a copy of its own (tests write to their stores, as the app's live maps do). A
+    store built so names the builder's copy of the model it was built with: read it, never write there."""
     own = tmp_path_factory.mktemp(name)
     if "PYTEST_XDIST_WORKER" not in os.environ:
         build(own)

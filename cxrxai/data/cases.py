@@ -116,6 +116,6 @@ def masks_by_case(annotations: pd.DataFrame, sizes: Mapping[str, tuple[int, int]
             out[image_id] = _masks(group, *sizes[image_id])
         except DataError as err:
             bad[image_id] = err
-    for image_id in set(annotations["image_id"]).intersection(sizes) - out.keys() - bad.keys():
+    for image_id in sorted(set(annotations["image_id"]).intersection(sizes) - out.keys() - bad.keys()):
         out[image_id] = CaseMasks()  # rows of no label or reader: no mask, as case_masks gives
     return out, bad
