@@ -55,8 +55,8 @@ def _first_chart(port: int, t0: float) -> dict:
 #: cxrxai.summaries.fill_hint); a page without charts that says neither tells why (e.g. a model the
 #: demo keeps for repeatability, with its CAMs only)
 PENDING = ("The store has no", "the background build computes it")
-#: "n = 40", "n=40": a number's count beside it
-N_SHOWN = r"\bn\s?=\s?\d"
+#: "n = 40", "n=40", "0.318n=61" (a heatmap cell's value and count): a number's count beside it
+N_SHOWN = r"(?<![A-Za-z])n\s?=\s?\d"
 
 
 def _idle(page, quiet_ms: int = 1500, limit_s: float = 300) -> None:

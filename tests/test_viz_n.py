@@ -37,8 +37,10 @@ def test_similarity_boxes_and_sweep_points_carry_n():
     assert boxes.layout.showlegend is True  # one kind alone: Plotly hides a lone trace's legend
     sweep = pd.DataFrame({"patch": [32, 16], "stride": [16, 8], "maps": [20, 20], "cases_scored": [20, 19],
                           "seconds_mean": [7.2, 30.2], "iou": [0.11, 0.16]})
-    line = viz.sweep_lines(sweep).data[0]
+    fig = viz.sweep_lines(sweep)
+    line = fig.data[0]
     assert list(line.customdata) == [20, 19] and "(n = %{customdata} cases)" in line.hovertemplate
+    assert "(n = 19–20 cases a setting;" in fig.layout.title.text  # seen without hovering too
 
 
 def test_explanation_bars_hatch_small_groups_and_print_n():

@@ -79,7 +79,7 @@ def explainer_heatmap(table: pd.DataFrame, value: str) -> go.Figure:
 
 def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
     """Occlusion patch/stride sweep: every metric of the ``sweep`` view the table has, with CIs, and
-    seconds per map (thesis Fig. 3, Table S4)."""
+    seconds per map (thesis Fig. 3, Table S4); the cases each setting rests on in the title."""
     x = sweep["patch"].astype(str) + "/" + sweep["stride"].astype(str)
     fig = go.Figure()
     for k, metric in enumerate(m for m in metric_registry.metric_names(view="sweep") if m in sweep):
@@ -94,8 +94,11 @@ def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
     fig.add_bar(
         x=x, y=sweep["seconds_mean"], name="seconds per map", yaxis="y2", opacity=0.3, marker_color="grey"
     )
+    cases = sweep["cases_scored"] if "cases_scored" in sweep else sweep["maps"]
+    low, high = int(cases.min()), int(cases.max())
     fig.update_layout(
-        title="Occlusion patch / stride (95 % CI over cases; none from fewer than 5)",
+        title=f"Occlusion patch / stride (n = {high if low == high else f'{low}–{high}'} cases a setting; "
+              "95 % CI over cases, none from fewer than 5)",
         xaxis_title="patch / stride (px)",
         yaxis=dict(title="metric", range=[0, 1]),
         yaxis2=dict(title="seconds", overlaying="y", side="right"),
