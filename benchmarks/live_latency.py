@@ -47,10 +47,11 @@ GRID_HEADER_PX, GRID_ROW_PX = 35, 35
 SETTLE_MS = 3000
 
 
-def _serve(store: Path, port: int) -> subprocess.Popen:
+def _serve(store: Path, port: int, *options: str) -> subprocess.Popen:
+    """The app on ``store`` (the background build off); ``options``: more of Streamlit's flags."""
     env = {**os.environ, "CXRXAI_STORE": str(store), "CXRXAI_BACKGROUND": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.headless", "true"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                             "--server.headless", "true", *options], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                             cwd=Path(__file__).resolve().parents[1])
     try:
         wait_healthy(f"http://127.0.0.1:{port}", 120)
