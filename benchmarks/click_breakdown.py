@@ -126,12 +126,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = chromium(p)
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.add_init_script(RECORD)
-            page.goto(f"http://127.0.0.1:{args.port}/explorer")
-            page.locator(live.FILM).first.wait_for(timeout=120_000)
-            live._wait_film(page, None, 120)
-            page.wait_for_timeout(3000)  # the worker warmed
+            page = live.open_explorer(browser, args.port, RECORD)
             results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
             results["case"] = _summary(_cases(page, args.clicks))
             explainers = args.explainers.split(",")

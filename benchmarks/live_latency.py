@@ -61,6 +61,20 @@ def _serve(store: Path, port: int, *options: str) -> subprocess.Popen:
     return proc
 
 
+def open_explorer(browser, port: int, init_script: str | None = None):
+    """A page on the explorer of the app at ``port`` once its film is drawn and the live worker warm
+    (``init_script``: run in the page before the app's own scripts)."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    if init_script:
+        page.add_init_script(init_script)
+    page.goto(f"http://127.0.0.1:{port}/explorer")
+    page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=120_000)
+    page.locator(FILM).first.wait_for(timeout=120_000)
+    _wait_film(page, None, 120)
+    page.wait_for_timeout(3000)  # the worker warmed
+    return page
+
+
 def _frame(page):
     """The film component's frame (a rerun may have mounted a new one)."""
     return next(f for f in page.frames if "cxrxai_film" in f.url)
@@ -255,12 +269,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = chromium(p)
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.goto(f"http://127.0.0.1:{args.port}/explorer")
-            page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=120_000)
-            page.locator(FILM).first.wait_for(timeout=120_000)
-            _wait_film(page, None, 120)
-            page.wait_for_timeout(3000)  # the worker warmed
+            page = open_explorer(browser, args.port)
             if args.layouts_only:
                 results = {"display: Map toggle": _summary([_display_click(page) for _ in range(args.clicks)])}
             else:

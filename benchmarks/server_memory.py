@@ -36,9 +36,7 @@ def _session(store: Path, port: int, clicks: int, collect: bool) -> dict:
     try:
         with sync_playwright() as p:
             browser = chromium(p)
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.goto(f"http://127.0.0.1:{port}/explorer")
-            page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=120_000)
+            page = live.open_explorer(browser, port)
             live._settled(page)
             rss, findings = [_rss_mb(server.pid)], live._findings(page)
             for _ in range(0, clicks, 10):
