@@ -104,3 +104,27 @@ def test_fidelity_cases_keep_the_scored_cases_when_more_maps_arrive(tiny_full_st
         kept = fidelity_cases(ctx, index, plan, scored=before)
     assert len(before) == 3 and not before.equals(after)  # more maps would have moved the draw ...
     assert kept.equals(before)  # ... the cases already scored stay
+
+
+def test_a_methods_fidelity_row_is_the_same_scored_alone_or_beside_the_others(tiny_full_store, tiny_model_path,
+                                                                              tiny_config):
+    """The evidence check recomputes a sampled fidelity row with its own method only: a case's
+    faithfulness subsets and random-order curves rest on the seed and the image, never on which
+    other maps were scored beside it."""
+    import pandas as pd
+
+    from cxrxai.pipeline.trust import _fidelity_rows, _main_setting, _mean_image
+
+    data = load_demo(tiny_config, tiny_model_path.parent.parent / "phantoms")
+    loader = RowLoader(data.images, [s.image_id for s in data.specs])
+    with write_store(tiny_full_store) as w:  # read only; nothing is written
+        ctx = BuildContext(w, "demo", load(tiny_model_path, device="cpu"), load_images=loader)
+        index = _main_setting(w.map_index(model_id=MODEL), ctx.model)
+        index = index[index.method.isin(PLAN.methods)]
+        both = index.groupby(["image_id", "label"]).filter(lambda g: g.method.nunique() == 2)
+        case = both[both.image_id == both.image_id.min()].sort_values("method")
+        fill = _mean_image(ctx, ctx.model.spec)
+        together = pd.DataFrame(_fidelity_rows(ctx, PLAN, case, fill))
+        alone = pd.concat([pd.DataFrame(_fidelity_rows(ctx, PLAN, case.iloc[[i]], fill)) for i in (1, 0)])
+    assert len(together) == 2 and list(together.method) == ["gradcam", "occlusion"]
+    pd.testing.assert_frame_equal(together, alone.sort_values("method").reset_index(drop=True))
