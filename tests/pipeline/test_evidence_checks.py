@@ -12,10 +12,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cxrxai.errors import EvidenceSnapshotError
 from cxrxai.models.registry import load
 from cxrxai.pipeline.demo import PHASE_STAGES, build_demo
 from cxrxai.pipeline.evidence import PROVENANCE, export_snapshot, import_snapshot
-from cxrxai.pipeline.evidence.recompute import CHECKS, RUN_COLUMNS, differences, recompute, sample, unchecked
+from cxrxai.pipeline.evidence.recompute import (
+    CHECKS,
+    RUN_COLUMNS,
+    differences,
+    partners,
+    recompute,
+    recompute_together,
+    sample,
+    unchecked,
+)
 from cxrxai.pipeline.maps import MapConfig, MapPlan
 from cxrxai.pipeline.plan import BuildPlan
 from cxrxai.pipeline.shortcut import ShortcutPlan, shortcut_stage
@@ -147,3 +157,22 @@ def test_a_fidelity_row_of_another_region_is_found(world, tmp_path):
     rows = sample(copy, "fidelity", 1, SEED)
     found = differences(rows, recompute(copy, rows, "fidelity", models_dir=models, data_dir=data_dir), check.key)
     assert any(": region " in f for f in found), found
+
+
+def test_partners_recomputed_together_give_each_its_rows_as_alone(world):
+    """One build recomputes a table's localization rows and their metrics' scores (the shipped
+    checks share it): each check gets exactly the rows its sample asks for, equal to its own
+    recompute; checks of other stages are refused."""
+    folder, models, data_dir = world
+    names = ("localization: costly maps", "localization_scores: occlusion sweep")
+    assert set(names) <= set(partners(names[0])) and "localization: baselines" not in partners(names[0])
+    samples = {n: sample(folder, n, 2, SEED) for n in names}
+    together = recompute_together(folder, samples, models_dir=models, data_dir=data_dir)
+    for n in names:
+        alone = recompute(folder, samples[n], n, models_dir=models, data_dir=data_dir)
+        assert list(together[n].columns) == list(samples[n].columns) and len(together[n]) == len(samples[n])
+        assert differences(alone, together[n], CHECKS[n].key) == [] == differences(samples[n], together[n],
+                                                                                   CHECKS[n].key)
+    with pytest.raises(EvidenceSnapshotError, match="together only"):
+        recompute_together(folder, {**samples, "geometry": sample(folder, "geometry", 1, SEED)},
+                           models_dir=models, data_dir=data_dir)

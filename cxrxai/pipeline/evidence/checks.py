@@ -234,6 +234,7 @@ def _whole(name: str) -> Callable[[Sampled], list[Stage]]:
     return lambda s: [_registered(name)]
 
 
+_BASELINES, _READER = _whole("baselines"), _whole("second reader")
 _LOC = ("predictions", "thresholds")
 _SCORES = (*LOCALIZATION_KEY, "metric")
 CHECKS = {
@@ -250,13 +251,13 @@ CHECKS = {
                                            _explainer(None, sweep=True)),
     "localization_scores: occlusion sweep": Check("localization_scores", _SCORES, _scored, _LOC,
                                                   _explainer(None, sweep=True)),
-    "localization: baselines": Check("localization", LOCALIZATION_KEY, _whole("baselines"),
+    "localization: baselines": Check("localization", LOCALIZATION_KEY, _BASELINES,
                                      select=_source("baseline")),
-    "localization_scores: baselines": Check("localization_scores", _SCORES, _whole("baselines"),
+    "localization_scores: baselines": Check("localization_scores", _SCORES, _BASELINES,
                                             select=_source("baseline")),
-    "localization: second reader": Check("localization", LOCALIZATION_KEY, _whole("second reader"),
+    "localization: second reader": Check("localization", LOCALIZATION_KEY, _READER,
                                          select=_source("reader")),
-    "localization_scores: second reader": Check("localization_scores", _SCORES, _whole("second reader"),
+    "localization_scores: second reader": Check("localization_scores", _SCORES, _READER,
                                                 select=_source("reader")),
     "geometry": Check("geometry", ("image_id", "label", "reader", "dominant"), _whole("geometry"),
                       per_model=False),

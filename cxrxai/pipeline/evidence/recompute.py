@@ -19,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from ...data.phantom import PhantomConfig
-from ...errors import UnknownNameError
+from ...errors import EvidenceSnapshotError, UnknownNameError
 from ...store import export_table, import_table, open_store
 from ..runner import Stage
 from . import provenance
 from .checks import CHECKS, Check, Sampled, checks_of
 
-__all__ = ["CHECKS", "RUN_COLUMNS", "Check", "differences", "recompute", "sample", "unchecked"]
+__all__ = ["CHECKS", "RUN_COLUMNS", "Check", "differences", "partners", "recompute", "recompute_together",
+           "sample", "unchecked"]
 
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
 _RECORDS = ("meta", "models")
@@ -84,28 +85,53 @@ def _groups(check: Check, rows: pd.DataFrame, prov: dict) -> list[tuple[str, pd.
     return [(steps[0][3] if steps else sorted(prov["models"])[0], rows)]
 
 
+def partners(name: str) -> tuple[str, ...]:
+    """The checks whose rows one build recomputes with ``name``'s (the same stages, shipped tables
+    and grouping: a table's localization rows and their metrics' scores), ``name`` among them."""
+    check = _check(name)
+    return tuple(n for n, c in CHECKS.items()
+                 if (c.stages, c.shipped, c.per_model) == (check.stages, check.shipped, check.per_model))
+
+
 def recompute(folder: str | Path, rows: pd.DataFrame, name: str, *, models_dir: str | Path,
               data_dir: str | Path) -> pd.DataFrame:
     """``rows`` of the check ``name`` (from :func:`sample`) recomputed from scratch: for each model,
     a new store with the phantoms and the model's weights, the check's stages over the rows' unit."""
+    return recompute_together(folder, {name: rows}, models_dir=models_dir, data_dir=data_dir)[name]
+
+
+def recompute_together(folder: str | Path, samples: dict[str, pd.DataFrame], *, models_dir: str | Path,
+                       data_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """Each check's sampled rows (``samples``: check name → rows from :func:`sample`, the checks
+    :func:`partners` of one another) recomputed by one build per model over the union of their
+    units, as :func:`recompute` gives each alone: every sampled map is computed, once."""
     from ..demo import build_demo  # the demo build imports this package
 
-    folder, check = Path(folder), _check(name)
+    folder, names = Path(folder), list(samples)
+    check = _check(names[0])
+    if stray := sorted(set(names) - set(partners(names[0]))):
+        raise EvidenceSnapshotError(f"the checks {stray} are not recomputed by the build of {names[0]!r}; "
+                                    f"together only: {list(partners(names[0]))}")
     prov = provenance.read(folder)
     config = PhantomConfig.from_json(json.dumps(prov["phantom_config"]))
-    out = []
-    for model_id, group in _groups(check, rows, prov):
+    union = pd.concat(list(samples.values()), join="inner", ignore_index=True)  # the stages dedupe units
+    out: dict[str, list[pd.DataFrame]] = {n: [] for n in names}
+    for model_id, group in _groups(check, union, prov):
         stages = [_taken(folder, check.shipped, model_id)] if check.shipped else []
         stages += check.stages(Sampled(group, folder, Path(models_dir), Path(data_dir)))
         with tempfile.TemporaryDirectory(prefix="cxrxai-recompute-") as tmp:
             store = Path(tmp) / "store.duckdb"
             build_demo(store, model_path=Path(models_dir) / prov["models"][model_id]["file"],
                        data_dir=data_dir, config=config, stages=stages, phase="quick")
-            with open_store(store) as s:
-                export_table(s, check.table, Path(tmp) / "got.parquet")
-            got = pd.read_parquet(Path(tmp) / "got.parquet")
-        out.append(group[list(check.key)].merge(got, on=list(check.key), how="left"))
-    return pd.concat(out, ignore_index=True)[list(rows.columns)]
+            for n in names:
+                mine, table = samples[n], CHECKS[n].table
+                if check.per_model:
+                    mine = mine[mine.model_id == model_id]
+                with open_store(store) as s:
+                    export_table(s, table, Path(tmp) / f"{table}.parquet")
+                got = pd.read_parquet(Path(tmp) / f"{table}.parquet")
+                out[n].append(mine[list(CHECKS[n].key)].merge(got, on=list(CHECKS[n].key), how="left"))
+    return {n: pd.concat(out[n], ignore_index=True)[list(samples[n].columns)] for n in names}
 
 
 def differences(shipped: pd.DataFrame, recomputed: pd.DataFrame, key: tuple[str, ...], *,
