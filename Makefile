@@ -8,10 +8,12 @@ BIN    := $(VENV)/bin
 STORE  := data_cache/demo.duckdb
 MODEL  := data_cache/models/demo-densenet121.pt
 
-# Tests on every core (at most 4 worker processes), each test file on one worker (its module fixtures
-# built once; the Ray cluster and engine tests share one file), the longest files first (the order
-# tests/conftest.py gives them); PYTEST_PARALLEL= runs them serially.
-PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+# Tests on one worker process more than the cores (at most 5): a part of the time a worker waits on
+# Chromium, a Streamlit server, Ray's processes or a subprocess (2 cores: 84 % busy with 3 workers,
+# 64-78 % with 2). Each test file on one worker (its module fixtures built once; the Ray cluster and
+# engine tests share one file), the longest files first (the order tests/conftest.py gives them);
+# PYTEST_PARALLEL= runs them serially.
+PYTEST_PARALLEL ?= -n $(shell echo $$(( $$(nproc) + 1 ))) --maxprocesses 5 --dist loadfile --no-loadscope-reorder
 
 .PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
 
