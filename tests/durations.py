@@ -1,7 +1,7 @@
 """Write ``tests/durations.json`` (seconds per test file, setup and teardown included) from a run's
 JUnit XML, the order ``tests/conftest.py`` hands test files to the workers in:
 
-    .venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=/tmp/junit.xml
+    .venv/bin/python -m pytest -n 3 --dist loadfile --junitxml=/tmp/junit.xml
     .venv/bin/python tests/durations.py /tmp/junit.xml
 
 Rough numbers are enough (the order matters, not the seconds): refresh it when a file's cost
