@@ -4,11 +4,13 @@ Rendering is deterministic, so what lands under ``data_cache/demo/`` (git-ignore
 ``images-<key>-<n>.npy`` (an (N, S, S) uint8 array, memory-mapped when read) and
 ``annotations-<key>-<n>.json`` (one record per lesion instance: COCO RLE mask and box). ``key``
 hashes the :class:`PhantomConfig` and :data:`GENERATOR_VERSION`. Files are written under a
-temporary name and renamed when complete, so a half-written cache is never used.
+temporary name and renamed when complete, so a half-written cache is never used; one process
+renders a cache at a time (``render-<key>-<n>.lock``), the others wait and read its files.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -63,7 +65,12 @@ def load_demo(config: PhantomConfig, directory: str | Path, *, workers: int | No
     stem = f"{cache_key(config)}-{len(specs)}"
     img_path, ann_path = directory / f"images-{stem}.npy", directory / f"annotations-{stem}.json"
     if not (img_path.exists() and ann_path.exists()):
-        _render_all(config, specs, img_path, ann_path, workers, progress)
+        with open(directory / f"render-{stem}.lock", "a+") as lock:
+            # one process renders, the others wait for its files (the app's build beside a command,
+            # a test worker beside another): never the same thousands of films twice at once
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            if not (img_path.exists() and ann_path.exists()):
+                _render_all(config, specs, img_path, ann_path, workers, progress)
     images = np.load(img_path, mmap_mode="r")
     annotations = pd.DataFrame(json.loads(ann_path.read_text()))
     return DemoData(config, specs, images, annotations)
