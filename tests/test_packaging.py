@@ -122,6 +122,8 @@ def test_installed_wheel_runs_from_another_directory(installed, tiny_model_path,
     finally:
         server.terminate()
         server.wait(timeout=30)
+    with pytest.raises(OSError):  # the signal stopped the server itself: nothing left serving, orphaned
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5)
     assert list(cwd.iterdir()) == []  # nothing written where the user stood
 
 

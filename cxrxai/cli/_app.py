@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,8 +37,6 @@ def _app(args) -> int:
     app = paths.app_dir()
     extra = [a for a in args.streamlit_args if a != "--"]
     env = {**os.environ, "CXRXAI_STORE": str(store), paths.HOME_ENV: str(paths.home())}
-    # Run where app.py is: Streamlit reads the shipped .streamlit/config.toml from its working directory
-    # (the user's own directory gets nothing written to it).
     cmd = [
         sys.executable,
         "-m",
@@ -50,7 +47,15 @@ def _app(args) -> int:
         str(args.port),
         *extra,
     ]
-    return subprocess.call(cmd, cwd=app, env=env)
+    # This process becomes the server, run where app.py is: a signal to `cxrxai app` (Ctrl-C, a service
+    # manager's SIGTERM) reaches the server itself, which a child would have outlived, serving on; and
+    # Streamlit reads the shipped .streamlit/config.toml from its working directory (the user's own
+    # directory gets nothing written to it).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.chdir(app)
+    os.execve(sys.executable, cmd, env)
+    return 0  # not reached: execve replaces this process
 
 
 def _store_to_open(store: Path | None) -> Path:
