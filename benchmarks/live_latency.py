@@ -154,11 +154,14 @@ def _cases(page, clicks: int) -> list[float]:
     return times
 
 
-def _steps(page, clicks: int) -> list[float]:
+def steps(page, clicks: int, timed=None) -> list:
     """Data clicks: the explorer's Previous/Next case buttons (no debounce before the request, as
     the grid has). After one untimed Next (off the grid's two rows), two Next clicks onto cases the
     session has not shown, then Previous and Next in turn: as with the finding and explainer
-    clicks, the first two draw new films and the others films the session holds."""
+    clicks, the first two draw new films and the others films the session holds. ``timed(page,
+    act)`` times one click (``_timed_data_click``; click_breakdown splits it)."""
+    timed = timed or _timed_data_click
+
     def press(name: str):
         return lambda p: p.get_by_role("button", name=name, exact=True).click()
 
@@ -167,7 +170,7 @@ def _steps(page, clicks: int) -> list[float]:
     order = [NEXT, NEXT] + [PREVIOUS if k % 2 == 0 else NEXT for k in range(max(0, clicks - 2))]
     times = []
     for name in order[:clicks]:
-        times.append(_timed_data_click(page, press(name)))
+        times.append(timed(page, press(name)))
         page.wait_for_timeout(300)
     return times
 
@@ -218,7 +221,7 @@ def _idle(page, clicks: int, explainers: list[str]) -> dict:
     results["data: case"] = _summary(_cases(page, clicks))
     print(results["data: case"], flush=True)
     if page.get_by_role("button", name=NEXT, exact=True).count():  # the explorer has them
-        results["data: case, Previous/Next buttons"] = _summary(_steps(page, clicks))
+        results["data: case, Previous/Next buttons"] = _summary(steps(page, clicks))
         print(results["data: case, Previous/Next buttons"], flush=True)
     results["data: explainer"] = _summary(_picks(page, "Explainer", explainers, clicks))
     print(results["data: explainer"], flush=True)
