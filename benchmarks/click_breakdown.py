@@ -4,13 +4,15 @@ clicks of ``benchmarks/live_latency.py``, each split on one wall clock (the page
 
     .venv/bin/python -m benchmarks.click_breakdown [--store data_cache/demo.duckdb] [--clicks 10]
 
-For each click, from the moment the benchmark asks for it (ms): ``sent`` (the browser sends the
-rerun request on the websocket), ``first`` (the server's first answer), ``film`` (the last message
-before the film's frame is given the new figure: the film's element, or its cached reference), ``received``
-(the film's frame is given the new figure: the page has rendered it), ``opened`` (the film's data
-decoded), ``drawn`` (the film painted, as ``live_latency`` times it) and ``last`` (the rerun's last
-message); the messages' bytes; the page's main-thread long tasks (> 50 ms) before the film is
-drawn; and the film's own parts (``filmStats.parts``: blend, Plotly, paint). Medians and maxima to
+The case is picked with a row of the case table and, where the explorer has them, with its
+Previous/Next case buttons (``live_latency.steps``). For each click, from the moment the benchmark
+asks for it (ms): ``sent`` (the browser sends the rerun request on the websocket), ``first`` (the
+server's first answer), ``film`` (the last message before the film's frame is given the new figure:
+the film's element, or its cached reference), ``received`` (the film's frame is given the new
+figure: the page has rendered it), ``opened`` (the film's data decoded), ``drawn`` (the film
+painted, as ``live_latency`` times it) and ``last`` (the rerun's last message); the messages' bytes;
+the page's main-thread long tasks (> 50 ms) before the film is drawn; and the film's own parts
+(``filmStats.parts``: blend, Plotly, paint). Medians and maxima to
 ``benchmarks/results/click-breakdown.json``.
 """
 
@@ -129,6 +131,8 @@ def main() -> None:
             page = live.open_explorer(browser, args.port, RECORD)
             results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
             results["case"] = _summary(_cases(page, args.clicks))
+            if page.get_by_role("button", name=live.NEXT, exact=True).count():
+                results["case, Previous/Next buttons"] = _summary(live.steps(page, args.clicks, _split))
             explainers = args.explainers.split(",")
             results["explainer"] = _summary(_picks(page, "Explainer", explainers, args.clicks))
             browser.close()

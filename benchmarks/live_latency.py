@@ -10,7 +10,8 @@ explorer in Debian's Chromium (Playwright) and times, ``--clicks`` times each:
   click's event to the film repainted (the browser's clock, ``window.filmStats.lastMs``);
 - data clicks, from the click to the next film drawn (a new figure from the server: the film's
   ``window.filmStats.rev`` changes): another finding (the "Finding" picker), another case (a row
-  of the case table) and another explainer (``--explainers``, two with stored or quick maps);
+  of the case table, and the Previous/Next case buttons where the explorer has them) and another
+  explainer (``--explainers``, two with stored or quick maps);
 
 all with nothing computing; display clicks in the compare and grid layouts (the same component,
 one film per panel: a click re-blends every film), with the single film's in the same run as the
@@ -45,6 +46,8 @@ DRAWN = "() => window.filmStats && window.filmStats.applied > 0 ? window.filmSta
 GRID_HEADER_PX, GRID_ROW_PX = 35, 35
 #: Long enough for the film's settings to reach the server after display clicks and that rerun to end
 SETTLE_MS = 3000
+#: The explorer's case buttons (pages/explorer.py)
+PREVIOUS, NEXT = "◀ Previous case", "Next case ▶"
 
 
 def _serve(store: Path, port: int, *options: str) -> subprocess.Popen:
@@ -151,6 +154,27 @@ def _cases(page, clicks: int) -> list[float]:
     return times
 
 
+def steps(page, clicks: int, timed=None) -> list:
+    """Data clicks: the explorer's Previous/Next case buttons (no debounce before the request, as
+    the grid has). After one untimed Next (off the grid's two rows), two Next clicks onto cases the
+    session has not shown, then Previous and Next in turn: as with the finding and explainer
+    clicks, the first two draw new films and the others films the session holds. ``timed(page,
+    act)`` times one click (``_timed_data_click``; click_breakdown splits it)."""
+    timed = timed or _timed_data_click
+
+    def press(name: str):
+        return lambda p: p.get_by_role("button", name=name, exact=True).click()
+
+    press(NEXT)(page)
+    page.wait_for_timeout(SETTLE_MS)
+    order = [NEXT, NEXT] + [PREVIOUS if k % 2 == 0 else NEXT for k in range(max(0, clicks - 2))]
+    times = []
+    for name in order[:clicks]:
+        times.append(timed(page, press(name)))
+        page.wait_for_timeout(300)
+    return times
+
+
 def _slider(page, label: str, key: str) -> None:
     slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
     slider.focus()
@@ -196,6 +220,9 @@ def _idle(page, clicks: int, explainers: list[str]) -> dict:
     print(results["data: finding"], flush=True)
     results["data: case"] = _summary(_cases(page, clicks))
     print(results["data: case"], flush=True)
+    if page.get_by_role("button", name=NEXT, exact=True).count():  # the explorer has them
+        results["data: case, Previous/Next buttons"] = _summary(steps(page, clicks))
+        print(results["data: case, Previous/Next buttons"], flush=True)
     results["data: explainer"] = _summary(_picks(page, "Explainer", explainers, clicks))
     print(results["data: explainer"], flush=True)
     return results

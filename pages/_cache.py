@@ -229,18 +229,28 @@ def panel_state(path: str, built_at: str, model_id: str, case_id: str, label: st
     return panel.panel_state(cases, model_id, case_id, label)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _datasets(path: str, built_at: str) -> dict[str, dict]:
+    """Every dataset's row by name, read once per published version."""
+    return _at(path, built_at).datasets().set_index("dataset").to_dict("index")
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _image_row(path: str, built_at: str, image_id: str) -> dict:
+    """One image's row, read once per version for its pixels and its ground truth together."""
+    return _at(path, built_at).image(image_id)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def image(path: str, built_at: str, image_id: str) -> np.ndarray:
-    store = _at(path, built_at)
-    row = store.image(image_id)
-    ds = store.datasets().set_index("dataset").loc[row["dataset"]].to_dict()
-    return case_image(row, ds)
+    row = _image_row(path, built_at, image_id)
+    return case_image(row, _datasets(path, built_at)[row["dataset"]])
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def truth(path: str, built_at: str, image_id: str) -> dict:
     store = _at(path, built_at)
-    row = store.image(image_id)
+    row = _image_row(path, built_at, image_id)
     ann = store.annotations(image_id=image_id)
     boxes = [(r.label, r.reader, (r.x, r.y, r.w, r.h)) for r in ann[ann.kind == "box"].itertuples()]
     points = [(r.label, r.reader, (r.x, r.y)) for r in ann[ann.kind == "point"].itertuples()]

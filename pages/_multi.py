@@ -123,13 +123,14 @@ def _multi_view(store, case_id: str, label: str, specs: list[dict], name: str) -
     columns = 2 if len(panels) in (2, 4) or name == "compare" else min(3, len(panels))
     # kept per (panels, map values) like the single view's film: a poll with no new partial map and
     # the settings' own rerun redraw nothing; drawn at the opening display (the browser applies its own)
+    # and without the films' pictures (the browser paints them from the data)
     signature = (path, built, label, columns, repr(sorted(values.items())), tuple(readers),
                  *((s["case"], p["title"], ui.digest(p["saliency"]), p["dim"], ui.digest(p["segmentation"]))
                    for s, p in zip(specs, panels)))
     opening = controls.opening
     fig, data = ui.session_memo(f"film_{name}", signature, lambda: (film.film_grid(
         panels, columns=columns, revision=film.view_revision(name, *(s["case"] for s in specs)),
-        height_per_row=420 if columns == 2 else 320, **values, **opening),
+        height_per_row=420 if columns == 2 else 320, **values, **opening, picture=False),
         [film_view.browser_film(p["image"], p["saliency"], **values, dim=p["dim"]) for p in panels]))
     _film_view.film_view(fig, data, controls.shown, key=key("film"))
     st.caption(f"Every map normalised the same way ({display['mode']}) onto one colour bar; zoom and pan are "

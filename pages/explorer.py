@@ -40,6 +40,26 @@ def _parse(param: str, text):
     return text
 
 
+def _step_to(row: int, image_id: str, label: str) -> None:
+    """Previous/next case: row ``row`` of the case table becomes the case and the grid's selection,
+    as a click on that row makes them, but with no wait: the grid reports a click on a row 150 ms
+    after it (a debounce in Streamlit's dataframe), a button at once."""
+    ui.remember("case", image_id)
+    ui.remember("case_label", label)
+    st.session_state["case_grid"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+
+
+def _steps(view: pd.DataFrame, at: int) -> None:
+    """Previous and next case of the table (its order as sent, ``at``: the shown case's row)."""
+    back, forward, where = st.columns([1, 1, 4], vertical_alignment="center")
+    for col, step, text in ((back, -1, "◀ Previous case"), (forward, 1, "Next case ▶")):
+        row = at + step
+        there = 0 <= row < len(view)
+        col.button(text, key=f"case_step_{step}", disabled=not there, on_click=_step_to, width="stretch",
+                   args=(row, view.iloc[row]["image_id"], view.iloc[row]["label"]) if there else ())
+    where.caption(f"case {at + 1} of {len(view)} in the table's order")
+
+
 store, model_id = ui.page("Image explorer")
 path, built = str(store.path), ui.version(store)
 params_in_url = {p: f"{p[2:]}_0" for p in st.query_params if p.startswith("p_")}
@@ -109,6 +129,7 @@ row = match.iloc[0]
 case_id, finding = row["image_id"], row["label"]
 ui.remember("case", case_id)
 ui.remember("case_label", finding)
+_steps(view, int(match.index[0]))  # the case's row: filter_cases numbers the rows 0, 1, …
 st.subheader(f"{case_id} — {finding}")
 def _known(value, missing: str):
     return missing if value is None or pd.isna(value) or value == "" else value

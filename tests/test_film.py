@@ -192,3 +192,21 @@ def test_zoom_is_kept_across_display_changes_and_reset_by_a_new_case():
     grid = [revisions(film_grid(panels, revision=view_revision("compare", "a", "a"), **d)) for d in displays]
     assert all(r == grid[0] for r in grid) and len(grid[0]) == 1 and None not in grid[0]
     assert revisions(film_grid(panels, revision=view_revision("compare", "a", "b"))) != grid[0]
+
+
+def test_a_figure_without_its_picture_is_the_same_figure_with_an_empty_image_trace():
+    """The explorer's component paints the film itself: its figure skips the blend and the PNG
+    and is otherwise the very figure (traces, contour, bar, readers, layout), film or grid."""
+    seg, masks = np.zeros((300, 200), bool), {"gt": np.zeros((300, 200), bool)}
+    seg[100:150, 50:90] = masks["gt"][90:160, 40:100] = True
+    saliency = np.random.default_rng(2).normal(size=(7, 7))
+    for build in (lambda **k: film_figure(_film(), saliency, masks=masks, segmentation=seg, **k),
+                  lambda **k: film_grid([{"image": _film(), "saliency": saliency, "segmentation": seg},
+                                         {"image": _film(120, 90), "saliency": -saliency}], **k)):
+        full, bare = build().to_plotly_json(), build(picture=False).to_plotly_json()
+        images = [k for k, t in enumerate(full["data"]) if t["type"] == "image"]
+        assert images and all(full["data"][k]["source"].startswith("data:image/png") for k in images)
+        assert all("source" not in bare["data"][k] for k in images)
+        for k in images:
+            full["data"][k].pop("source")
+        assert bare == full

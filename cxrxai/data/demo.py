@@ -26,7 +26,8 @@ from ..labels import DEMO_LABELS, NO_FINDING
 from .masks import encode_rle
 from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
 
-__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_key", "label_matrix", "load_demo"]
+__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_files", "cache_key", "label_matrix",
+           "load_demo"]
 
 #: Bump when the phantom's pixels change for the same config (invalidates caches and stores).
 GENERATOR_VERSION = 1
@@ -50,6 +51,13 @@ def cache_key(config: PhantomConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def cache_files(config: PhantomConfig, directory: str | Path) -> tuple[Path, Path]:
+    """The rendered images and annotations of ``config``'s cohort under ``directory`` (written by
+    :func:`load_demo`; the cohort has ``config.n_images`` images)."""
+    stem = f"{cache_key(config)}-{config.n_images}"
+    return Path(directory) / f"images-{stem}.npy", Path(directory) / f"annotations-{stem}.json"
+
+
 def label_matrix(specs: Sequence[CaseSpec], labels: Sequence[str] = DEMO_LABELS) -> np.ndarray:
     """(N, len(labels)) float32 0/1 matrix; "No Finding" is 1 exactly when no finding is present."""
     return np.array([[float(lab in s.findings or (lab == NO_FINDING and not s.findings)) for lab in labels]
@@ -62,8 +70,7 @@ def load_demo(config: PhantomConfig, directory: str | Path, *, workers: int | No
     specs = sample_cohort(config)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{cache_key(config)}-{len(specs)}"
-    img_path, ann_path = directory / f"images-{stem}.npy", directory / f"annotations-{stem}.json"
+    img_path, ann_path = cache_files(config, directory)
     if not (img_path.exists() and ann_path.exists()):
         with open(directory / f"render-{stem}.lock", "a+") as lock:
             # one process renders, the others wait for its files (the app's build beside a command,

@@ -136,7 +136,8 @@ def _map_layers(rgb, saliency, size, f, *, mode, colormap, alpha, floor, top_k, 
     the contour of ``segmentation`` (the scored mask, image size) when given and ``otsu`` is on.
     ``bar`` fixes the colour bar's range (a grid's shared 0–1)."""
     heat, (lo, hi) = display_heat(saliency, size, mode=mode, smooth=smooth, top_k=top_k, clip=clip)
-    rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
+    if rgb is not None:  # None: a figure without its picture (see film_figure's ``picture``)
+        rgb = blend(rgb, heat, colormap=colormap, alpha=alpha, floor=floor)
     if hi <= lo:  # nothing to colour: say so instead of drawing a meaningless bar
         return rgb, [go.Scatter(x=[0], y=[0], mode="text", textposition="bottom right", showlegend=False,
                                 hoverinfo="skip", textfont=dict(color="#ffd400"), text=[
@@ -181,19 +182,23 @@ def display_grey(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], float]
     return np.asarray(grey, np.uint8), size, f
 
 
-def _film(image: np.ndarray, level: tuple[float, float]) -> tuple[np.ndarray, tuple[int, int], float]:
-    """The windowed film as RGB on the display grid, that grid's size, and the display factor."""
+def _film(image: np.ndarray, level: tuple[float, float], picture: bool = True
+          ) -> tuple[np.ndarray | None, tuple[int, int], float]:
+    """The windowed film as RGB on the display grid (None without a ``picture``), that grid's
+    size, and the display factor."""
     grey, size, f = display_grey(image)
-    return np.repeat(window(grey, *level)[..., None], 3, axis=2), size, f
+    return (np.repeat(window(grey, *level)[..., None], 3, axis=2) if picture else None), size, f
 
 
-def _image_trace(rgb: np.ndarray, shape: tuple[int, int]) -> go.Image:
+def _image_trace(rgb: np.ndarray | None, shape: tuple[int, int], size: tuple[int, int]) -> go.Image:
+    """The film's image trace: the picture ``rgb`` (None: none) on the display grid ``size``,
+    placed over the image's ``shape``."""
     return go.Image(
-        source=_png_source(rgb),
+        source=None if rgb is None else _png_source(rgb),
         x0=0,
         y0=0,
-        dx=shape[1] / rgb.shape[1],
-        dy=shape[0] / rgb.shape[0],
+        dx=shape[1] / size[1],
+        dy=shape[0] / size[0],
         hoverinfo="skip",
     )
 
@@ -223,14 +228,18 @@ def film_figure(
     height: int = 620,
     title: str = "",
     revision: str = "",
+    picture: bool = True,
 ) -> go.Figure:
     """The viewer's figure (see the module docstring). ``masks``: ``{reader: mask}`` of one finding
     at the film's size; ``boxes``: ``(reader, (x, y, w, h))``; ``points``: ``(reader, (x, y))``;
     ``segmentation``: the scored Otsu mask at the film's size, outlined when ``otsu`` (None: no
-    contour). ``revision``: :func:`view_revision` of the case (zoom and pan kept while it stays)."""
+    contour). ``revision``: :func:`view_revision` of the case (zoom and pan kept while it stays).
+    ``picture=False``: the image trace without its picture (the explorer's component paints the
+    film itself from :func:`cxrxai.present.film_view.browser_film`'s data), neither blended nor
+    encoded: everything else is the same figure."""
     h, w = image.shape
     _check_segmentation(segmentation, image.shape)
-    rgb, size, f = _film(image, level)
+    rgb, size, f = _film(image, level, picture)
     traces: list = []
     if saliency is not None and show_map:
         rgb, bar, contour = _map_layers(rgb, saliency, size, f, mode=mode, colormap=colormap, alpha=alpha,
@@ -238,7 +247,7 @@ def film_figure(
                                         segmentation=segmentation)
         traces = bar + contour
     fig = go.Figure(
-        [_image_trace(rgb, (h, w)), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)]
+        [_image_trace(rgb, (h, w), size), *traces, *_reader_traces(masks or {}, list(boxes), list(points), f)]
     )
     kept = revision or None  # zoom and pan: kept while the case's revision stays
     fig.update_xaxes(visible=False, range=[0, w], constrain="domain", uirevision=kept)
@@ -251,7 +260,8 @@ def film_figure(
 def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized", colormap: str = "jet",
               alpha: float = 0.6, floor: float = 0.2, top_k: float | None = None, smooth: bool = False,
               clip: float | None = None, level: tuple[float, float] = (127.5, 255.0), show_map: bool = True,
-              otsu: bool = True, height_per_row: int = 460, revision: str = "") -> go.Figure:
+              otsu: bool = True, height_per_row: int = 460, revision: str = "", picture: bool = True
+              ) -> go.Figure:
     """Several films in one figure: a grid of explainers of one case, or the two sides of a compare.
 
     Each panel is a dict with ``image``, ``saliency`` (or None), ``title`` and optionally
@@ -261,6 +271,7 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
     (``mode``) onto one shared colour bar (0–1, or −1–1 for ``raw``), so a colour means the same in
     every panel. Zoom and pan are shared between panels of the same film size (one case); readers
     and the Otsu contour have one legend entry each, switching them in every panel at once.
+    ``picture``: as for ``film_figure``.
     """
     if not panels:
         raise DataError("a film grid needs at least one panel")
@@ -282,7 +293,7 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
         row, col = k // columns + 1, k % columns + 1
         image = panel["image"]
         _check_segmentation(panel.get("segmentation"), image.shape)
-        rgb, size, f = _film(image, level)
+        rgb, size, f = _film(image, level, picture)
         extra: list = []
         if panel.get("saliency") is not None and show_map:
             rgb, bar, contour = _map_layers(rgb, panel["saliency"], size, f, mode=mode, colormap=colormap,
@@ -292,7 +303,7 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
             is_bar = bool(bar and bar[0].marker.showscale)
             extra = ([] if is_bar and bar_drawn else bar) + contour
             bar_drawn |= is_bar
-        fig.add_trace(_image_trace(rgb, image.shape), row=row, col=col)
+        fig.add_trace(_image_trace(rgb, image.shape, size), row=row, col=col)
         for trace in extra + _reader_traces(panel.get("masks") or {}, list(panel.get("boxes", ())),
                                             list(panel.get("points", ())), f):
             if trace.name:

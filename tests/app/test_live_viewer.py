@@ -89,9 +89,10 @@ def _film_args(at) -> dict:
     return json.loads(view.proto.json_args)
 
 
-def _image_source(at) -> str:
-    spec = json.loads(_film_args(at)["figure"])
-    return next(t["source"] for t in spec["data"] if t["type"] == "image")
+def _drawn_film(at) -> str:
+    """The film the browser draws: its map's values as the component gets them (the figure itself
+    carries no picture: the component paints the film from these)."""
+    return _film_args(at)["payload"]["films"][0]["heat"]
 
 
 def test_a_rerun_never_waits_on_a_running_job_and_scores_only_the_finished_map(tiny_full_store, stand_in, counted):
@@ -171,11 +172,11 @@ def test_a_partial_map_is_redrawn_at_most_every_few_seconds(tiny_full_store, sta
     (job,) = stand_in.live()
     job.partial = np.eye(8, dtype=np.float32)
     at.run()
-    first = _image_source(at)
+    first = _drawn_film(at)
     job.partial = np.eye(8, dtype=np.float32)[::-1].copy()  # the next window batch
     monkeypatch.setattr(viewer, "PARTIAL_EVERY_S", 1e9)
     at.run()
-    assert _image_source(at) == first  # the progress bar moves, the film is kept
+    assert _drawn_film(at) == first  # the progress bar moves, the film is kept
     monkeypatch.setattr(viewer, "PARTIAL_EVERY_S", 0.0)
     at.run()
-    assert _image_source(at) != first
+    assert _drawn_film(at) != first
