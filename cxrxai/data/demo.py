@@ -5,7 +5,7 @@ Rendering is deterministic, so what lands under ``data_cache/demo/`` (git-ignore
 ``annotations-<key>-<n>.json`` (one record per lesion instance: COCO RLE mask and box). ``key``
 hashes the :class:`PhantomConfig` and :data:`GENERATOR_VERSION`. Files are written under a
 temporary name and renamed when complete, so a half-written cache is never used; one process
-renders a cache at a time (``render-<key>-<n>.lock``), the others wait and read its files.
+renders a cache at a time (``images-<key>-<n>.render.lock``), the others wait and read its files.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def load_demo(config: PhantomConfig, directory: str | Path, *, workers: int | No
     directory.mkdir(parents=True, exist_ok=True)
     img_path, ann_path = cache_files(config, directory)
     if not (img_path.exists() and ann_path.exists()):
-        with open(directory / f"render-{stem}.lock", "a+") as lock:
+        with open(img_path.with_name(f"{img_path.stem}.render.lock"), "a+") as lock:
             # one process renders, the others wait for its files (the app's build beside a command,
             # a test worker beside another): never the same thousands of films twice at once
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
