@@ -13,7 +13,7 @@ MODEL  := data_cache/models/demo-densenet121.pt
 # 64-78 % with 2). Each test file on one worker (its module fixtures built once; the Ray cluster and
 # engine tests share one file), the longest files first (the order tests/conftest.py gives them);
 # PYTEST_PARALLEL= runs them serially.
-PYTEST_PARALLEL ?= -n $(shell echo $$(( $$(nproc) + 1 ))) --maxprocesses 5 --dist loadfile --no-loadscope-reorder
+PYTEST_PARALLEL ?= -n $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 ))) --maxprocesses 5 --dist loadfile --no-loadscope-reorder
 
 .PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
 

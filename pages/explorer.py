@@ -6,6 +6,8 @@ Filters, case, explainer and its parameters survive navigation and live in the U
 Selections made on other pages arrive as filters (a TPR bar: that group's positives) or as exact
 (image, finding) pairs (a lasso)."""
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
@@ -49,6 +51,17 @@ def _step_to(row: int, image_id: str, label: str) -> None:
     st.session_state["case_grid"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
 
 
+def _selection_follows(view: pd.DataFrame) -> None:
+    """The grid's selection is a row number of the table it was made on: when the filters give
+    another table, it is cleared before the grid is drawn (Streamlit keeps a keyed grid's selection
+    across new data), so row 3 of the old table never opens row 3 of the new one, nor past its end."""
+    rows = pd.util.hash_pandas_object(view[["image_id", "label"]], index=False).to_numpy()
+    table = hashlib.sha1(rows.tobytes()).hexdigest()
+    if st.session_state.get("case_grid_table", table) != table:
+        st.session_state["case_grid"] = {"selection": {"rows": [], "columns": [], "cells": []}}
+    st.session_state["case_grid_table"] = table
+
+
 def _steps(view: pd.DataFrame, at: int) -> None:
     """Previous and next case of the table (its order as sent, ``at``: the shown case's row)."""
     back, forward, where = st.columns([1, 1, 4], vertical_alignment="center")
@@ -57,7 +70,8 @@ def _steps(view: pd.DataFrame, at: int) -> None:
         there = 0 <= row < len(view)
         col.button(text, key=f"case_step_{step}", disabled=not there, on_click=_step_to, width="stretch",
                    args=(row, view.iloc[row]["image_id"], view.iloc[row]["label"]) if there else ())
-    where.caption(f"case {at + 1} of {len(view)} in the table's order")
+    where.caption(f"case {at + 1} of {len(view)} in the order the table was sent (a sort by a column "
+                  "header is not followed)")
 
 
 store, model_id = ui.page("Image explorer")
@@ -104,6 +118,7 @@ of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding
 st.caption(f"{len(view)} of {of} ({split} split)")
 columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view",
            *metric_names(view="cases")]
+_selection_follows(view)
 event = ui.table(
     view[columns],
     why="—: no threshold stored, no localization score (a negative case or no map), "

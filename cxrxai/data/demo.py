@@ -29,7 +29,8 @@ from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
 __all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_files", "cache_key", "label_matrix",
            "load_demo"]
 
-#: Bump when the phantom's pixels change for the same config (invalidates caches and stores).
+#: Bump when the phantom's pixels or the cohort's order change for the same config (invalidates caches
+#: and stores: a cache's row i is ``sample_cohort(config)[i]``).
 GENERATOR_VERSION = 1
 #: Reader name under which a planted shortcut marker's mask is stored.
 SHORTCUT_READER = "shortcut"

@@ -43,3 +43,24 @@ def test_next_and_previous_show_the_neighbouring_row_and_select_it_in_the_grid(t
     at.button(key="case_step_-1").click().run()
     assert _shown(at) == _row(at, 1) and _selected(at) == [1]
     assert not at.button(key="case_step_-1").disabled
+
+
+def test_a_grid_selection_never_opens_the_same_row_of_another_table(tiny_full_store):
+    """Streamlit keeps a keyed grid's selection when its data change: after a filter gives another
+    table, the old row number must not open that row of the new table (nor fail past its end)."""
+    at = _app(tiny_full_store, "pages/explorer.py")
+    grid = at.dataframe[0].value.reset_index(drop=True)
+    # a case whose row moves when the table keeps its outcome only
+    k = next(k for k in range(len(grid)) if (grid.outcome == grid.outcome[k])[:k].sum() != k
+             and (grid.outcome == grid.outcome[k]).sum() > k)
+    at.session_state["case_grid"] = {"selection": {"rows": [k], "columns": [], "cells": []}}  # row k clicked
+    at.run()
+    picked = _row(at, k)
+    assert _shown(at) == picked
+    at.multiselect(key="f_outcome").set_value([grid.outcome[k]]).run()
+    assert not at.exception, at.exception
+    assert _row(at, k) != picked and _selected(at) == []  # row k is another case now: not opened
+    assert _shown(at) == picked  # the chosen case stays, in its new row
+    at.multiselect(key="f_outcome").set_value([o for o in ("TP", "FN", "FP", "TN") if o != grid.outcome[k]])
+    at.run()
+    assert not at.exception, at.exception  # the case filtered out: the page opens another, no stale row

@@ -108,6 +108,8 @@ def recompute_together(folder: str | Path, samples: dict[str, pd.DataFrame], *, 
     from ..demo import build_demo  # the demo build imports this package
 
     folder, names = Path(folder), list(samples)
+    if not names:
+        raise EvidenceSnapshotError("no check to recompute: give at least one check's sampled rows")
     check = _check(names[0])
     if stray := sorted(set(names) - set(partners(names[0]))):
         raise EvidenceSnapshotError(f"the checks {stray} are not recomputed by the build of {names[0]!r}; "
@@ -123,14 +125,16 @@ def recompute_together(folder: str | Path, samples: dict[str, pd.DataFrame], *, 
             store = Path(tmp) / "store.duckdb"
             build_demo(store, model_path=Path(models_dir) / prov["models"][model_id]["file"],
                        data_dir=data_dir, config=config, stages=stages, phase="quick")
+            got = {}
+            with open_store(store) as s:
+                for table in sorted({CHECKS[n].table for n in names}):
+                    export_table(s, table, Path(tmp) / f"{table}.parquet")
+                    got[table] = pd.read_parquet(Path(tmp) / f"{table}.parquet")
             for n in names:
-                mine, table = samples[n], CHECKS[n].table
+                mine, key = samples[n], list(CHECKS[n].key)
                 if check.per_model:
                     mine = mine[mine.model_id == model_id]
-                with open_store(store) as s:
-                    export_table(s, table, Path(tmp) / f"{table}.parquet")
-                got = pd.read_parquet(Path(tmp) / f"{table}.parquet")
-                out[n].append(mine[list(CHECKS[n].key)].merge(got, on=list(CHECKS[n].key), how="left"))
+                out[n].append(mine[key].merge(got[CHECKS[n].table], on=key, how="left"))
     return {n: pd.concat(out[n], ignore_index=True)[list(samples[n].columns)] for n in names}
 
 
