@@ -18,17 +18,15 @@ the page's main-thread long tasks (> 50 ms) before the film is drawn; and the fi
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 from pathlib import Path
 
-from cxrxai import paths
 from cxrxai.bench import machine
 
 from . import live_latency as live
-from ._browser import chromium, open_picker
+from ._browser import open_picker
 
 #: Wraps the page's WebSocket (before Streamlit opens it) and observes its long tasks: every
 #: message in and out with its wall-clock time and size, every long task with its start and length.
@@ -116,29 +114,16 @@ def _cases(page, clicks: int) -> list[dict]:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=paths.demo_store())
-    parser.add_argument("--clicks", type=int, default=10)
-    parser.add_argument("--port", type=int, default=8766)
+    parser = live.explorer_parser(__doc__, clicks=10, port=8766)
     parser.add_argument("--explainers", default="Grad-CAM,Grad-CAM++")
     args = parser.parse_args()
-    server = live._serve(args.store, args.port)
-    try:
-        with sync_playwright() as p:
-            browser = chromium(p)
-            page = live.open_explorer(browser, args.port, RECORD)
-            results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
-            results["case"] = _summary(_cases(page, args.clicks))
-            if page.get_by_role("button", name=live.NEXT, exact=True).count():
-                results["case, Previous/Next buttons"] = _summary(live.steps(page, args.clicks, _split))
-            explainers = args.explainers.split(",")
-            results["explainer"] = _summary(_picks(page, "Explainer", explainers, args.clicks))
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with live.explorer_session(args.store, args.port, init_script=RECORD) as (_, page):
+        results = {"finding": _summary(_picks(page, "Finding", live._findings(page), args.clicks))}
+        results["case"] = _summary(_cases(page, args.clicks))
+        if page.get_by_role("button", name=live.NEXT, exact=True).count():
+            results["case, Previous/Next buttons"] = _summary(live.steps(page, args.clicks, _split))
+        explainers = args.explainers.split(",")
+        results["explainer"] = _summary(_picks(page, "Explainer", explainers, args.clicks))
     for click, parts in results.items():
         print(click, {k: v if k == "n" else v["median"] for k, v in parts.items()})
     out = Path(__file__).parent / "results" / "click-breakdown.json"

@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from cxrxai import paths
@@ -76,6 +77,37 @@ def open_explorer(browser, port: int, init_script: str | None = None):
     _wait_film(page, None, 120)
     page.wait_for_timeout(3000)  # the worker warmed
     return page
+
+
+def explorer_parser(doc: str, *, clicks: int, port: int) -> argparse.ArgumentParser:
+    """The options of every explorer benchmark: ``--store``, ``--clicks`` and ``--port`` (their
+    defaults given: each benchmark its own port)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=paths.demo_store())
+    parser.add_argument("--clicks", type=int, default=clicks)
+    parser.add_argument("--port", type=int, default=port)
+    return parser
+
+
+@contextmanager
+def explorer_session(store: Path, port: int, *options: str, init_script: str | None = None):
+    """The app served on ``store`` (:func:`_serve`, with Streamlit's ``options``) and a Chromium page
+    on its explorer (:func:`open_explorer`): yields ``(server, page)``, and closes both after."""
+    from playwright.sync_api import sync_playwright
+
+    if not store.is_file():
+        raise SystemExit(f"no store at {store}: build it with `python -m cxrxai demo --phase quick`")
+    server = _serve(store, port, *options)
+    try:
+        with sync_playwright() as p:
+            browser = chromium(p)
+            try:
+                yield server, open_explorer(browser, port, init_script)
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def _frame(page):
@@ -278,36 +310,21 @@ def _live(page, clicks: int, idle: float) -> dict:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=paths.demo_store())
-    parser.add_argument("--clicks", type=int, default=20)
-    parser.add_argument("--port", type=int, default=8765)
+    parser = explorer_parser(__doc__, clicks=20, port=8765)
     parser.add_argument("--explainers", default="Grad-CAM,Grad-CAM++",
                         help="two explainers (their titles) whose maps are stored or quick, comma-separated")
     parser.add_argument("--no-live", action="store_true", help="idle clicks only")
     parser.add_argument("--layouts-only", action="store_true",
                         help="display clicks only: the single film, then the compare and grid layouts")
     args = parser.parse_args()
-    if not args.store.is_file():
-        raise SystemExit(f"no store at {args.store}: build it with `python -m cxrxai demo --phase quick`")
-    server = _serve(args.store, args.port)
-    try:
-        with sync_playwright() as p:
-            browser = chromium(p)
-            page = open_explorer(browser, args.port)
-            if args.layouts_only:
-                results = {"display: Map toggle": _summary([_display_click(page) for _ in range(args.clicks)])}
-            else:
-                results = _idle(page, args.clicks, args.explainers.split(","))
-            results |= _layouts(page, args.port, args.clicks, results["display: Map toggle"]["median_s"])
-            if not args.no_live and not args.layouts_only:
-                results |= _live(page, args.clicks, results["display: Map toggle"]["median_s"])
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with explorer_session(args.store, args.port) as (_, page):
+        if args.layouts_only:
+            results = {"display: Map toggle": _summary([_display_click(page) for _ in range(args.clicks)])}
+        else:
+            results = _idle(page, args.clicks, args.explainers.split(","))
+        results |= _layouts(page, args.port, args.clicks, results["display: Map toggle"]["median_s"])
+        if not args.no_live and not args.layouts_only:
+            results |= _live(page, args.clicks, results["display: Map toggle"]["median_s"])
     info = {**machine(), "live_threads": os.environ.get("CXRXAI_LIVE_THREADS", "cores - 1"),
             "load_average": os.getloadavg()}
     out = Path(__file__).parent / "results" / ("live-latency-layouts.json" if args.layouts_only else "live-latency.json")

@@ -11,15 +11,12 @@ clicks and as many case clicks (each drawing another film), reading the server's
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from cxrxai import paths
 from cxrxai.bench import machine
 
 from . import live_latency as live
-from ._browser import chromium
 
 
 def _rss_mb(pid: int) -> float:
@@ -30,32 +27,20 @@ def _rss_mb(pid: int) -> float:
 
 
 def _session(store: Path, port: int, clicks: int, collect: bool) -> dict:
-    from playwright.sync_api import sync_playwright
-
-    server = live._serve(store, port, "--runner.postScriptGC", "true" if collect else "false")
-    try:
-        with sync_playwright() as p:
-            browser = chromium(p)
-            page = live.open_explorer(browser, port)
-            live._settled(page)
-            rss, findings = [_rss_mb(server.pid)], live._findings(page)
-            for _ in range(0, clicks, 10):
-                live._picks(page, "Finding", findings, 5)
-                live._cases(page, 5)
-                rss.append(_rss_mb(server.pid))
-                print(f"postScriptGC={collect}: {rss}", flush=True)
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with live.explorer_session(store, port, "--runner.postScriptGC", "true" if collect else "false") as (server,
+                                                                                                        page):
+        live._settled(page)
+        rss, findings = [_rss_mb(server.pid)], live._findings(page)
+        for _ in range(0, clicks, 10):
+            live._picks(page, "Finding", findings, 5)
+            live._cases(page, 5)
+            rss.append(_rss_mb(server.pid))
+            print(f"postScriptGC={collect}: {rss}", flush=True)
     return {"rss_mb": rss, "growth_mb": round(rss[-1] - rss[0], 1), "peak_mb": max(rss)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, default=paths.demo_store())
-    parser.add_argument("--clicks", type=int, default=40, help="data clicks per setting (10 a step)")
-    parser.add_argument("--port", type=int, default=8767)
+    parser = live.explorer_parser(__doc__, clicks=40, port=8767)
     args = parser.parse_args()
     result = {"machine": machine(), "clicks": args.clicks, "store": str(args.store),
               "off (the app's setting)": _session(args.store, args.port, args.clicks, False),

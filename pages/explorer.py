@@ -42,13 +42,18 @@ def _parse(param: str, text):
     return text
 
 
+def _select(rows: list[int]) -> None:
+    """The case grid's selection, set as a click on those rows sets it."""
+    st.session_state["case_grid"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+
+
 def _step_to(row: int, image_id: str, label: str) -> None:
     """Previous/next case: row ``row`` of the case table becomes the case and the grid's selection,
     as a click on that row makes them, but with no wait: the grid reports a click on a row 150 ms
     after it (a debounce in Streamlit's dataframe), a button at once."""
     ui.remember("case", image_id)
     ui.remember("case_label", label)
-    st.session_state["case_grid"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    _select([row])
 
 
 def _selection_follows(view: pd.DataFrame) -> None:
@@ -58,7 +63,7 @@ def _selection_follows(view: pd.DataFrame) -> None:
     rows = pd.util.hash_pandas_object(view[["image_id", "label"]], index=False).to_numpy()
     table = hashlib.sha1(rows.tobytes()).hexdigest()
     if st.session_state.get("case_grid_table", table) != table:
-        st.session_state["case_grid"] = {"selection": {"rows": [], "columns": [], "cells": []}}
+        _select([])
     st.session_state["case_grid_table"] = table
 
 

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .demo import cache_files
+from .demo import cached_image
 from .io import read_image
 from .masks import box_mask, decode_rle
-from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
+from .phantom import CaseSpec, PhantomConfig, render
 
 __all__ = ["CaseMasks", "case_image", "case_masks", "masks_by_case", "missing_root"]
 
@@ -43,10 +43,11 @@ def case_image(image_row: dict, dataset_row: dict) -> np.ndarray:
                 f"dataset {dataset_row.get('dataset')!r} has no phantom config to regenerate images"
             )
         text = config if isinstance(config, str) else json.dumps(config)
-        cached = _rendered(text, dataset_row.get("root"), image_row["image_id"], image_row["generator_key"])
+        cfg, root = _phantom_config(text), dataset_row.get("root")
+        cached = cached_image(cfg, root, image_row["image_id"], image_row["generator_key"]) if root else None
         if cached is not None:
             return cached
-        return render(CaseSpec.from_json(image_row["generator_key"]), _phantom_config(text)).image
+        return render(CaseSpec.from_json(image_row["generator_key"]), cfg).image
     root = Path(dataset_row.get("root") or ".")
     if not root.is_dir():
         raise DataError(missing_root({"dataset": image_row.get("dataset"), **dataset_row}))
@@ -54,27 +55,6 @@ def case_image(image_row: dict, dataset_row: dict) -> np.ndarray:
     if root.resolve() not in path.parents and path != root.resolve():
         raise DataError(f"image path {image_row['path']!r} escapes the dataset root {root}")
     return read_image(path)
-
-
-@lru_cache(maxsize=4)
-def _render_cache(config: str, path: str) -> tuple[np.ndarray, dict[str, tuple[int, str]]]:
-    """The render cache at ``path`` (memory-mapped) and each image id's row and spec in it."""
-    specs = sample_cohort(_phantom_config(config))  # the cache's row order (once per config)
-    return np.load(path, mmap_mode="r"), {s.image_id: (i, s.to_json()) for i, s in enumerate(specs)}
-
-
-def _rendered(config: str, root, image_id: str, generator_key: str) -> np.ndarray | None:
-    """An image's pixels from the demo's render cache under ``root``, or None when there is no
-    cache of this config there or it does not hold this very spec (then it is rendered)."""
-    cfg = _phantom_config(config)
-    path = cache_files(cfg, root)[0] if root else None
-    if path is None or not path.is_file():
-        return None
-    images, rows = _render_cache(config, str(path))
-    row, spec = rows.get(image_id, (None, None))
-    if spec != generator_key or images.shape != (cfg.n_images, cfg.size, cfg.size):
-        return None
-    return np.array(images[row])
 
 
 def missing_root(dataset_row: dict) -> str:

@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,8 @@ from ..labels import DEMO_LABELS, NO_FINDING
 from .masks import encode_rle
 from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
 
-__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_files", "cache_key", "label_matrix",
-           "load_demo"]
+__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_files", "cache_key", "cached_image",
+           "label_matrix", "load_demo"]
 
 #: Bump when the phantom's pixels or the cohort's order change for the same config (invalidates caches
 #: and stores: a cache's row i is ``sample_cohort(config)[i]``).
@@ -57,6 +58,28 @@ def cache_files(config: PhantomConfig, directory: str | Path) -> tuple[Path, Pat
     :func:`load_demo`; the cohort has ``config.n_images`` images)."""
     stem = f"{cache_key(config)}-{config.n_images}"
     return Path(directory) / f"images-{stem}.npy", Path(directory) / f"annotations-{stem}.json"
+
+
+def cached_image(config: PhantomConfig, directory: str | Path, image_id: str, spec: str) -> np.ndarray | None:
+    """One image's pixels from the render cache of ``config`` under ``directory`` (a memory-mapped
+    row, under a millisecond), or None when there is no such cache or it does not hold this very
+    ``spec`` (a :class:`CaseSpec`'s JSON): then the caller renders it."""
+    path = cache_files(config, directory)[0]
+    if not path.is_file():
+        return None
+    images, rows = _render_cache(config.to_json(), str(path))
+    row, stored = rows.get(image_id, (None, None))
+    if stored != spec or images.shape != (config.n_images, config.size, config.size):
+        return None
+    return np.array(images[row])
+
+
+@lru_cache(maxsize=4)
+def _render_cache(config: str, path: str) -> tuple[np.ndarray, dict[str, tuple[int, str]]]:
+    """The render cache at ``path`` (memory-mapped) and each image id's row and spec in it: row i
+    is ``sample_cohort(config)[i]``, as :func:`load_demo` wrote it."""
+    specs = sample_cohort(PhantomConfig.from_json(config))
+    return np.load(path, mmap_mode="r"), {s.image_id: (i, s.to_json()) for i, s in enumerate(specs)}
 
 
 def label_matrix(specs: Sequence[CaseSpec], labels: Sequence[str] = DEMO_LABELS) -> np.ndarray:
