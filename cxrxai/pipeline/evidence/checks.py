@@ -179,7 +179,7 @@ def _fidelity(s: Sampled) -> list[Stage]:
     sampled methods only. A method's row does not rest on the others the build scored beside it: the
     faithfulness subsets and the random-order deletion curves are drawn from the plan's seed and the
     image alone (:func:`~cxrxai.metrics.fidelity.faithfulness_correlations`), so a case's rows
-    recompute equal one method at a time (test_evidence_checks pins it)."""
+    recompute equal one method at a time (tests/pipeline/test_fidelity_stage.py pins it)."""
     plan = _plan().fidelity
     cases = s.rows[["model_id", "image_id", "label", "method", "params_key"]].drop_duplicates()
 
