@@ -19,9 +19,11 @@ let selected = -1; // the highlighted row
 let shownPair = ""; // the pair highlighted: Python's, or a click's on its way there
 let pending = null; // the stamp of a click Python has not taken yet
 let last = {pair: null, clicked: null}; // the last click, sent again with a sort
-let rowPx = 30, headPx = 30, framePx = 0, drawQueued = false;
-// clicks: how many row clicks; drawn: how many draws (the tests and benchmarks read them)
-window.gridStats = {clicks: 0, drawn: 0, rev: null};
+let rowPx = 30, headPx = 30, framePx = 0, drawQueued = false, measured = false;
+let waiting = null; // new cells to lay out once the page is idle (the latest render's arguments)
+// clicks: how many row clicks; drawn: how many draws; renders: each render message's time (ms since
+// the epoch, the wall clock the page and the film share), its length (ms), new cells or not
+window.gridStats = {clicks: 0, drawn: 0, rev: null, renders: []};
 
 function post(type, extra) {
   window.parent.postMessage({isStreamlitMessage: true, type, ...extra}, "*");
@@ -157,6 +159,7 @@ function fit(height) {
 }
 
 function render(args) {
+  const t0 = performance.now();
   if (sort === undefined) sort = args.sort || null; // the component's own sort, drawn afresh
   const fresh = data === null || data.rev !== args.data.rev;
   if (fresh) open(args.data, args.pair_columns);
@@ -171,11 +174,19 @@ function render(args) {
   if (moved && !mine) reveal(selected);
   window.gridStats.rev = data.rev;
   draw();
-  if (fresh && body.querySelector("tr.row")) {
+  if (!measured && body.querySelector("tr.row")) { // the rows' height as the page's fonts draw them
+    measured = true;
     rowPx = body.querySelector("tr.row").offsetHeight || rowPx;
     fit(args.height);
     draw();
   }
+  window.gridStats.renders.push({at: performance.timeOrigin + t0, ms: performance.now() - t0, fresh});
+}
+
+function layOut() {
+  const args = waiting;
+  waiting = null;
+  render(args);
 }
 
 body.addEventListener("click", (event) => {
@@ -205,6 +216,16 @@ window.addEventListener("message", (event) => {
     root.setProperty("--primary", theme.primaryColor);
     if (theme.font) root.setProperty("--font", theme.font);
   }
-  render(event.data.args);
+  const args = event.data.args;
+  // New cells (a finding or a filter changed) are laid out once the page is idle: the rerun that
+  // sends them also sends the film, which the page draws first; the highlight alone is drawn at once
+  if (data !== null && data.rev !== args.data.rev) {
+    if (waiting === null) requestIdleCallback(layOut, {timeout: 250});
+    waiting = args;
+  } else if (waiting !== null) {
+    waiting = args; // the latest arguments are the ones laid out
+  } else {
+    render(args);
+  }
 });
 post("streamlit:componentReady", {apiVersion: 1});
