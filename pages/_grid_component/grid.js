@@ -21,8 +21,8 @@ let pending = null; // the stamp of a click Python has not taken yet
 let last = {pair: null, clicked: null}; // the last click, sent again with a sort
 let rowPx = 30, headPx = 30, framePx = 0, drawQueued = false, measured = false;
 let waiting = null; // new cells to lay out once the page is idle (the latest render's arguments)
-// clicks: how many row clicks; drawn: how many draws; renders: each render message's time (ms since
-// the epoch, the wall clock the page and the film share), its length (ms), new cells or not
+// clicks: how many row clicks; drawn: how many draws; renders: the last renders' times (ms since the
+// epoch, the wall clock the page and the film share), lengths (ms) and whether their cells were new
 window.gridStats = {clicks: 0, drawn: 0, rev: null, renders: []};
 
 function post(type, extra) {
@@ -180,7 +180,9 @@ function render(args) {
     fit(args.height);
     draw();
   }
-  window.gridStats.renders.push({at: performance.timeOrigin + t0, ms: performance.now() - t0, fresh});
+  const renders = window.gridStats.renders;
+  renders.push({at: performance.timeOrigin + t0, ms: performance.now() - t0, fresh});
+  if (renders.length > 100) renders.shift(); // the last hundred
 }
 
 function layOut() {
