@@ -97,18 +97,12 @@ def _picks(page, label: str, choices: list[str], clicks: int) -> list[dict]:
 
 
 def _cases(page, clicks: int) -> list[dict]:
-    grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.scroll_into_view_if_needed()
-
-    def row(k: int) -> tuple[float, float]:
-        box = grid.bounding_box()
-        return box["x"] + 15, box["y"] + live.GRID_HEADER_PX + live.GRID_ROW_PX * (k + 0.5)
-
-    page.mouse.click(*row(0))
+    live.grid_top(page)
+    page.mouse.click(*live.grid_row(page, 0))
     page.wait_for_timeout(live.SETTLE_MS)
     rows = []
     for k in range(clicks):
-        at = row((k + 1) % 2)
+        at = live.grid_row(page, (k + 1) % 2)
         rows.append(_split(page, lambda p, at=at: p.mouse.click(*at)))
     return rows
 

@@ -10,7 +10,7 @@ explorer in Debian's Chromium (Playwright) and times, ``--clicks`` times each:
   click's event to the film repainted (the browser's clock, ``window.filmStats.lastMs``);
 - data clicks, from the click to the next film drawn (a new figure from the server: the film's
   ``window.filmStats.rev`` changes): another finding (the "Finding" picker), another case (a row
-  of the case table, and the Previous/Next case buttons where the explorer has them) and another
+  of the case grid, and the Previous/Next case buttons where the explorer has them) and another
   explainer (``--explainers``, two with stored or quick maps);
 
 all with nothing computing; display clicks in the compare and grid layouts (the same component,
@@ -43,8 +43,8 @@ from ._browser import chromium, open_picker, pick, wait_healthy
 FILM = 'iframe[title*="cxrxai_film"]'
 #: The film component's drawn film: its revision once it has drawn one, else null
 DRAWN = "() => window.filmStats && window.filmStats.applied > 0 ? window.filmStats.rev : null"
-#: The case table's rows (Streamlit's data grid): header and row height, px
-GRID_HEADER_PX, GRID_ROW_PX = 35, 35
+#: The explorer's case grid (pages/_case_grid.py: a component; its rows are ``tr.row`` elements)
+GRID = 'iframe[title*="cxrxai_grid"]'
 #: Long enough for the film's settings to reach the server after display clicks and that rerun to end
 SETTLE_MS = 3000
 #: The explorer's case buttons (pages/explorer.py)
@@ -166,29 +166,37 @@ def _picks(page, label: str, choices: list[str], clicks: int) -> list[float]:
     return times
 
 
+def grid_top(page) -> None:
+    """The case grid in view on the page, scrolled to its first row (it opens scrolled to the case)."""
+    page.locator(GRID).first.scroll_into_view_if_needed()
+    frame = next(f for f in page.frames if "cxrxai_grid" in f.url)
+    frame.evaluate("document.getElementById('grid').scrollTop = 0")
+    page.wait_for_timeout(100)
+
+
+def grid_row(page, k: int) -> tuple[float, float]:
+    """Where to click row ``k`` of the case grid (the grid at its top: :func:`grid_top`), on the page."""
+    frame = next(f for f in page.frames if "cxrxai_grid" in f.url)
+    box = frame.locator("tr.row").nth(k).bounding_box()
+    return box["x"] + 15, box["y"] + box["height"] / 2
+
+
 def _cases(page, clicks: int) -> list[float]:
-    """Data clicks: the case table's second and first rows in turn, after a first (untimed) click
+    """Data clicks: the case grid's second and first rows in turn, after a first (untimed) click
     on the first row, so that each click selects a case other than the one shown."""
-    grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.scroll_into_view_if_needed()
-
-    def row(k: int) -> tuple[float, float]:
-        box = grid.bounding_box()
-        return box["x"] + 15, box["y"] + GRID_HEADER_PX + GRID_ROW_PX * (k + 0.5)
-
-    page.mouse.click(*row(0))
+    grid_top(page)
+    page.mouse.click(*grid_row(page, 0))
     page.wait_for_timeout(SETTLE_MS)
     times = []
     for k in range(clicks):
-        at = row((k + 1) % 2)
+        at = grid_row(page, (k + 1) % 2)
         times.append(_timed_data_click(page, lambda p, at=at: p.mouse.click(*at)))
         page.wait_for_timeout(300)
     return times
 
 
 def steps(page, clicks: int, timed=None) -> list:
-    """Data clicks: the explorer's Previous/Next case buttons (no debounce before the request, as
-    the grid has). After one untimed Next (off the grid's two rows), two Next clicks onto cases the
+    """Data clicks: the explorer's Previous/Next case buttons. After one untimed Next (off the grid's two rows), two Next clicks onto cases the
     session has not shown, then Previous and Next in turn: as with the finding and explainer
     clicks, the first two draw new films and the others films the session holds. ``timed(page,
     act)`` times one click (``_timed_data_click``; click_breakdown splits it)."""

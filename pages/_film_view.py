@@ -21,15 +21,14 @@ since Streamlit serves a component only from one directory.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import plotly
 import streamlit as st
 import streamlit.components.v1 as components
 
-from cxrxai import paths
 from cxrxai.present.film_view import TOP_K, browser_films
+from pages._component_dir import assembled
 
 SOURCE = Path(__file__).parent / "_film_component"
 FILES = ("index.html", "blend.js", "canvas.js", "film.js")
@@ -39,22 +38,9 @@ CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale
 
 
 def component_dir() -> Path:
-    """The component's directory under the home's cache, assembled on first use; its name carries
-    a digest of its files and the Plotly version, so an upgrade of either gets a new one."""
-    stamp = hashlib.blake2b(plotly.__version__.encode(), digest_size=8)
-    for name in FILES:
-        stamp.update((SOURCE / name).read_bytes())
-    target = paths.home() / "components" / f"film-{stamp.hexdigest()}"
-    if not (target / "plotly.min.js").is_file():
-        staging = target.with_name(target.name + ".part")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        for name in FILES:
-            shutil.copyfile(SOURCE / name, staging / name)
-        shutil.copyfile(PLOTLY_JS, staging / "plotly.min.js")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-    return target
+    """The component's directory under the home's cache (:func:`pages._component_dir.assembled`):
+    the shipped files and Plotly's, under a digest of the files and the Plotly version."""
+    return assembled("film", SOURCE, FILES, extra={"plotly.min.js": PLOTLY_JS}, version=plotly.__version__)
 
 
 @st.cache_resource

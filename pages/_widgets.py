@@ -22,9 +22,10 @@ from cxrxai.store import Store
 from pages._cache import predicted_models, session_memo, version
 from pages._state import kept
 
-__all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "download_csv", "download_png", "escape_markdown",
-           "explainer_select", "metric_select",
-           "missing", "pick_model", "recalled", "remember", "selected_points", "session_owner", "table"]
+__all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "decimals", "download_csv", "download_png",
+           "escape_markdown", "explainer_select", "metric_select",
+           "missing", "missing_caption", "pick_model", "recalled", "remember", "selected_points",
+           "session_owner", "table"]
 
 #: What a dash in a table means when the page does not say more.
 MISSING_WHY = (
@@ -146,7 +147,7 @@ def download_png(render, name: str, *, key: str) -> None:
 
 #: Above this many cells a table is sent plain, its numbers formatted by the browser as the Styler
 #: would print them (:func:`_formats`). A Styler's display strings are made and sent beside the
-#: numbers on every rerun: for the explorer's 688-case grid (7,568 cells) 96 kB more to send and
+#: numbers on every rerun: for a 688-row table of 11 columns (7,568 cells) 96 kB more to send and
 #: 20-35 ms of the server's time before the film, on every click of the page.
 STYLED_CELLS = 2_000
 
@@ -193,14 +194,21 @@ def _styled(df: pd.DataFrame, digits: int) -> Styler:
     return _rendered_once(styled)
 
 
+def decimals(df: pd.DataFrame, digits: int) -> dict:
+    """How many decimals :func:`_styled` prints each float column of ``df`` with: ``digits``, none for
+    a column that counts and holds whole numbers only (:func:`_whole`)."""
+    whole = set(_whole(df))
+    return {c: 0 if c in whole else digits for c in df.select_dtypes("float").columns}
+
+
 def _formats(df: pd.DataFrame, digits: int) -> dict:
     """A plain table's number formats, as :func:`_styled` prints them, for the browser to apply: its
     floats with ``digits`` decimals, its whole counts without any (a missing value is the dash,
     the dataframe's placeholder). Two differences: the browser rounds an exact binary tie up (0.0625
     → 0.063) where Python rounds it to even (0.062), and leaves an infinite value blank."""
     whole = set(_whole(df))
-    return {c: st.column_config.NumberColumn(format="%d" if c in whole else f"%.{digits}f")
-            for c in df.select_dtypes("float").columns}
+    return {c: st.column_config.NumberColumn(format="%d" if c in whole else f"%.{places}f")
+            for c, places in decimals(df, digits).items()}
 
 
 def _content(df: pd.DataFrame) -> tuple | None:
@@ -233,9 +241,14 @@ def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs
         data = df
         kwargs["column_config"] = {**_formats(df, digits), **kwargs.get("column_config", {})}
     event = st.dataframe(data, hide_index=True, placeholder=DASH, **kwargs)
+    missing_caption(df, why)
+    return event
+
+
+def missing_caption(df: pd.DataFrame, why: str = MISSING_WHY) -> None:
+    """``why`` under a table of ``df`` when a value of it is missing (drawn as :data:`DASH`)."""
     if df.isna().any().any():
         st.caption(why)
-    return event
 
 
 def chart(fig, *, key: str, select: bool = False):

@@ -6,8 +6,6 @@ Filters, case, explainer and its parameters survive navigation and live in the U
 Selections made on other pages arrive as filters (a TPR bar: that group's positives) or as exact
 (image, finding) pairs (a lasso)."""
 
-import hashlib
-
 import pandas as pd
 import streamlit as st
 
@@ -17,14 +15,16 @@ from cxrxai.explain import get as get_method
 from cxrxai.labels import AGE_BINS, SEXES
 from cxrxai.metrics.registry import get as get_metric
 from cxrxai.metrics.registry import metric_names
+from pages import _case_grid, _multi, _viewer
 from pages import _common as ui
-from pages import _multi, _viewer
 
 OUTCOMES = ["TP", "FN", "FP", "TN"]
 URL = {"split": "f_split",
        "finding": "f_finding", "sex": "f_sex", "age": "f_age", "outcome": "f_outcome", "case": "sel_case",
        "explainer": "method_0", "layout": "layout", "pair": ui.SELECTED["pairs"]}
 LISTS = ("sex", "age", "outcome", "pair")
+#: The case grid's key (its value: :mod:`pages._case_grid`)
+GRID = "case_grid"
 LAYOUTS = {"single": "One film", "compare": "Compare side by side", "grid": "Grid of explainers"}
 
 
@@ -42,41 +42,26 @@ def _parse(param: str, text):
     return text
 
 
-def _select(rows: list[int]) -> None:
-    """The case grid's selection, set as a click on those rows sets it."""
-    st.session_state["case_grid"] = {"selection": {"rows": rows, "columns": [], "cells": []}}
-
-
-def _step_to(row: int, image_id: str, label: str) -> None:
-    """Previous/next case: row ``row`` of the case table becomes the case and the grid's selection,
-    as a click on that row makes them, but with no wait: the grid reports a click on a row 150 ms
-    after it (a debounce in Streamlit's dataframe), a button at once."""
+def _step_to(image_id: str, label: str) -> None:
+    """Previous/next case: that case is shown (and highlighted in the grid)."""
     ui.remember("case", image_id)
     ui.remember("case_label", label)
-    _select([row])
 
 
-def _selection_follows(view: pd.DataFrame) -> None:
-    """The grid's selection is a row number of the table it was made on: when the filters give
-    another table, it is cleared before the grid is drawn (Streamlit keeps a keyed grid's selection
-    across new data), so row 3 of the old table never opens row 3 of the new one, nor past its end."""
-    rows = pd.util.hash_pandas_object(view[["image_id", "label"]], index=False).to_numpy()
-    table = hashlib.sha1(rows.tobytes()).hexdigest()
-    if st.session_state.get("case_grid_table", table) != table:
-        _select([])
-    st.session_state["case_grid_table"] = table
-
-
-def _steps(view: pd.DataFrame, at: int) -> None:
-    """Previous and next case of the table (its order as sent, ``at``: the shown case's row)."""
+def _steps(listed: pd.DataFrame, at: int, sort: dict | None) -> None:
+    """Previous and next case of the grid, in its order (``listed``: :func:`_case_grid.in_grid_order`;
+    ``at``: the shown case's place there)."""
     back, forward, where = st.columns([1, 1, 4], vertical_alignment="center")
     for col, step, text in ((back, -1, "◀ Previous case"), (forward, 1, "Next case ▶")):
         row = at + step
-        there = 0 <= row < len(view)
+        there = 0 <= row < len(listed)
         col.button(text, key=f"case_step_{step}", disabled=not there, on_click=_step_to, width="stretch",
-                   args=(row, view.iloc[row]["image_id"], view.iloc[row]["label"]) if there else ())
-    where.caption(f"case {at + 1} of {len(view)} in the order the table was sent (a sort by a column "
-                  "header is not followed)")
+                   args=(listed.iloc[row]["image_id"], listed.iloc[row]["label"]) if there else ())
+    how = "as listed"
+    if sort is not None:
+        how = f"by {sort['column']}, " + ("descending" if sort["descending"] else "ascending")
+    where.caption(f"case {at + 1} of {len(listed)} in the grid's order ({how}; a click on a column header "
+                  "sorts it)")
 
 
 store, model_id = ui.page("Image explorer")
@@ -123,33 +108,27 @@ of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding
 st.caption(f"{len(view)} of {of} ({split} split)")
 columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view",
            *metric_names(view="cases")]
-_selection_follows(view)
-event = ui.table(
-    view[columns],
-    why="—: no threshold stored, no localization score (a negative case or no map), "
-    "or sex, age or view not recorded.",
-    height=220,
-    key="case_grid",
-    on_select="rerun",
-    selection_mode="single-row",
-)
-rows = event["selection"]["rows"] if isinstance(event, dict) else event.selection.rows
-if rows:
-    ui.remember("case", view.iloc[rows[0]]["image_id"])
-    ui.remember("case_label", view.iloc[rows[0]]["label"])
-if view.empty:
-    st.info("No case matches these filters.")
-    st.stop()
+shown, cells = _case_grid.grid_data(view[columns])
+grid = _case_grid.take_click(shown, key=GRID)  # a row clicked: its case (the grid's value)
 case_id, case_label = ui.recalled("case"), ui.recalled("case_label")
 match = view[(view.image_id == case_id) & ((view.label == case_label) | (case_label is None))]
 if match.empty:  # open on a true positive when there is one (a case with something to localize)
     tp = view[view.outcome == "TP"]
     match = (tp if len(tp) else view).head(1)
+selected = tuple(match.iloc[0][["image_id", "label"]]) if len(match) else None
+_case_grid.case_grid(cells, selected, grid, key=GRID)
+ui.missing_caption(view[columns], "—: no threshold stored, no localization score (a negative case or no "
+                   "map), or sex, age or view not recorded.")
+if view.empty:
+    st.info("No case matches these filters.")
+    st.stop()
 row = match.iloc[0]
 case_id, finding = row["image_id"], row["label"]
 ui.remember("case", case_id)
 ui.remember("case_label", finding)
-_steps(view, int(match.index[0]))  # the case's row: filter_cases numbers the rows 0, 1, …
+sort = _case_grid.sort_of(grid, shown)
+listed = _case_grid.in_grid_order(shown, sort)
+_steps(listed, listed.index.get_loc(match.index[0]), sort)
 st.subheader(f"{case_id} — {finding}")
 def _known(value, missing: str):
     return missing if value is None or pd.isna(value) or value == "" else value

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from test_pages import APP, _app  # tests/app is on sys.path (no __init__.py)
+from test_pages import APP, _app, grid_table  # tests/app is on sys.path (no __init__.py)
 
 from cxrxai import summaries
 from cxrxai.store import open_store
@@ -21,7 +21,7 @@ def _cases(store_path) -> pd.DataFrame:
 
 
 def _grid(at) -> list[tuple[str, str]]:
-    df = next(d for d in at.dataframe if "outcome" in d.value.columns).value
+    df = grid_table(at)
     return sorted(zip(df.image_id, df.label))
 
 

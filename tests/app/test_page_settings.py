@@ -15,7 +15,7 @@ import streamlit
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 from test_live_viewer import StandIn, stand_in  # noqa: F401  (tests/app is on sys.path; the fixture)
-from test_pages import APP, _app
+from test_pages import APP, _app, grid_table
 
 import pages._common as ui
 from cxrxai import summaries
@@ -46,7 +46,7 @@ def store_path(tiny_config, tmp_path_factory):
 
 
 def _grid(at) -> list[tuple[str, str]]:
-    df = next(d for d in at.dataframe if "outcome" in d.value.columns).value
+    df = grid_table(at)
     return sorted(zip(df.image_id, df.label))
 
 
