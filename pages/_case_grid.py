@@ -33,7 +33,7 @@ import streamlit.components.v1 as components
 
 from pages._cache import session_memo
 from pages._component_dir import assembled
-from pages._widgets import DASH, _content, decimals, remember
+from pages._widgets import DASH, content_key, decimals, remember
 
 SOURCE = Path(__file__).parent / "_grid_component"
 FILES = ("index.html", "rows.js", "grid.js")
@@ -85,7 +85,7 @@ def grid_data(df: pd.DataFrame, digits: int = 3) -> tuple[pd.DataFrame, dict]:
     component receives: ``{"columns": [{"name", "decimals", "number"}], "rows", "dash", "rev"}``
     (``decimals``: None for a column printed as is; ``rev``: a digest of what the table shows, so
     the browser lays out the rows again only when they change). The session keeps its last few."""
-    content = _content(df)
+    content = content_key(df)
     if content is None:  # values that cannot be hashed: never kept
         return _build(df, digits, rev=None)
     rev = hashlib.blake2b(repr((content, digits)).encode(), digest_size=12).hexdigest()

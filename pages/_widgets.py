@@ -22,8 +22,8 @@ from cxrxai.store import Store
 from pages._cache import predicted_models, session_memo, version
 from pages._state import kept
 
-__all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "decimals", "download_csv", "download_png",
-           "escape_markdown", "explainer_select", "metric_select",
+__all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "content_key", "decimals", "download_csv",
+           "download_png", "escape_markdown", "explainer_select", "metric_select",
            "missing", "missing_caption", "pick_model", "recalled", "remember", "selected_points",
            "session_owner", "table"]
 
@@ -211,7 +211,7 @@ def _formats(df: pd.DataFrame, digits: int) -> dict:
             for c, places in decimals(df, digits).items()}
 
 
-def _content(df: pd.DataFrame) -> tuple | None:
+def content_key(df: pd.DataFrame) -> tuple | None:
     """What a table shows, as a memo key: its columns, their types, a hash of every value and of
     the index, and which values are missing (the hash reads None and "None" alike); None for a
     table whose values cannot be hashed (never kept)."""
@@ -232,7 +232,7 @@ def table(df: pd.DataFrame, *, digits: int = 3, why: str = MISSING_WHY, **kwargs
     would print them, :func:`_formats`). The session keeps
     the styled form of its last few tables (rendered once each, :func:`_rendered_once`)."""
     if df.size <= STYLED_CELLS:
-        content = _content(df)
+        content = content_key(df)
         if content is None:
             data = _styled(df, digits)
         else:

@@ -202,11 +202,15 @@ head.addEventListener("click", (event) => {
 box.addEventListener("scroll", redraw);
 box.addEventListener("keydown", (event) => {
   if (data === null || !order.length || (event.key !== "ArrowDown" && event.key !== "ArrowUp")) return;
+  if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return; // plain Up/Down only
   event.preventDefault();
   const at = selected < 0 ? -1 : position[selected];
   const next = event.key === "ArrowDown" ? Math.min(order.length - 1, at + 1) : Math.max(0, at - 1);
   if (order[next] !== selected) choose(order[next]);
 });
+// Safari has no requestIdleCallback: there the new cells are laid out after the current task
+const whenIdle = window.requestIdleCallback ? (f) => window.requestIdleCallback(f, {timeout: 250})
+  : (f) => setTimeout(f, 1);
 window.addEventListener("message", (event) => {
   if (!event.data || event.data.type !== "streamlit:render") return;
   const theme = event.data.theme;
@@ -222,7 +226,7 @@ window.addEventListener("message", (event) => {
   // New cells (a finding or a filter changed) are laid out once the page is idle: the rerun that
   // sends them also sends the film, which the page draws first; the highlight alone is drawn at once
   if (data !== null && data.rev !== args.data.rev) {
-    if (waiting === null) requestIdleCallback(layOut, {timeout: 250});
+    if (waiting === null) whenIdle(layOut);
     waiting = args;
   } else if (waiting !== null) {
     waiting = args; // the latest arguments are the ones laid out

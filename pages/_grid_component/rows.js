@@ -7,7 +7,9 @@
 // One cell as text: the dash for a missing value, a number with its column's decimals
 function cellText(value, column, dash) {
   if (value === null || value === undefined) return dash;
-  if (typeof value === "number" && column.decimals !== null) return value.toFixed(column.decimals);
+  if (typeof value === "number" && column.decimals !== null) { // -0 keeps its sign, as Python prints it
+    return (Object.is(value, -0) ? "-" : "") + value.toFixed(column.decimals);
+  }
   return String(value);
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url  # noqa: F401 — fixtures
+from test_browser import ARTIFACTS, _browser, _chromium, _no_error, app_url, choose  # noqa: F401 — fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -84,6 +84,22 @@ def test_a_row_click_opens_its_case_and_a_header_sort_is_what_next_follows(app_u
         frame.locator("#grid").press("ArrowDown")  # the keyboard moves the selection in that order too
         after = frame.evaluate(ROWS)
         wait_shown(page, case(after[[case(r) for r in after].index(case(listed[here + 1])) + 1]))
+        _no_error(page)
+
+        # another finding: a new table, laid out by the grid once the page is idle; its rows and the
+        # case highlighted follow (the path a browser without requestIdleCallback broke)
+        finding = shown(page).split(" — ")[1]
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Finding").first.click()
+        options = page.get_by_role("option").all_inner_texts()
+        page.keyboard.press("Escape")
+        other = next(o for o in options if o != finding and "not labelled" not in o)
+        choose(page, "Finding", other)
+        frame.wait_for_function(f"(() => {{ const r = ({ROWS})(); return r.length > 0 && "
+                                f"r.every((c) => c[{at['label']}] === {other!r}); }})()", timeout=60_000)
+        page.get_by_role("heading", name=re.compile(f" — {re.escape(other)}$")).first.wait_for(timeout=60_000)
+        frame.wait_for_function(f"(() => {{ const s = ({SELECTED})(); return s && "
+                                f"s.cells[{at['label']}] === {other!r}; }})()", timeout=30_000)
+        assert case(frame.evaluate(SELECTED)["cells"]) == shown(page)
         _no_error(page)
 
 

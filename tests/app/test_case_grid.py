@@ -78,6 +78,15 @@ def test_the_browser_prints_every_cell_as_the_apps_tables_print_it():
 
 
 @needs_node
+def test_a_value_that_rounds_to_minus_zero_keeps_its_sign_as_the_tables_print_it():
+    df = pd.DataFrame({"image_id": ["a", "b"], "label": ["Mass"] * 2, "score": [-0.0001, 0.0001]})
+    texts = _browser(_case_grid.grid_data(df, 3)[1], [])["texts"]
+    lines = _styled(df, 3).hide(axis="index").to_string(delimiter="\t").splitlines()
+    assert texts == [line.split("\t") for line in lines[1:]]
+    assert [t[2] for t in texts] == ["-0.000", "0.000"]
+
+
+@needs_node
 def test_the_browsers_order_is_the_order_previous_and_next_follow():
     shown, data = _case_grid.grid_data(_cases(), 3)
     orders = _browser(data, SORTS)["orders"]
