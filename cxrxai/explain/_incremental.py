@@ -248,8 +248,9 @@ class IncrementalDenseNet:
 def _gather(t: torch.Tensor, rows: np.ndarray, cols: np.ndarray, h: int, w: int) -> torch.Tensor:
     """Per-copy windows: out[b] = t[b, :, rows[b]:rows[b]+h, cols[b]:cols[b]+w] (channels_last).
 
-    One slice per copy, stacked: a plain copy, 4–5× faster on CPU than gathering the same cells
-    with index tensors (advanced indexing), and the same values."""
+    One slice per copy, copied into the output: 1.5–3× faster on CPU than gathering the same cells
+    with index tensors (advanced indexing; 0.65 vs 1.8 ms at 256 channels, 0.85 vs 1.25 ms at 512),
+    and the same values. The engine runs on CPU only (:func:`~.occlusion.pick_engine`)."""
     out = torch.empty((t.shape[0], t.shape[1], h, w), dtype=t.dtype, device=t.device,
                       memory_format=torch.channels_last)
     for b, (r, c) in enumerate(zip(rows.tolist(), cols.tolist())):
