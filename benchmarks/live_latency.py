@@ -166,18 +166,21 @@ def _picks(page, label: str, choices: list[str], clicks: int) -> list[float]:
     return times
 
 
+def _grid_frame(page):
+    """The case grid component's frame (a rerun may have mounted a new one)."""
+    return next(f for f in page.frames if "cxrxai_grid" in f.url)
+
+
 def grid_top(page) -> None:
     """The case grid in view on the page, scrolled to its first row (it opens scrolled to the case)."""
     page.locator(GRID).first.scroll_into_view_if_needed()
-    frame = next(f for f in page.frames if "cxrxai_grid" in f.url)
-    frame.evaluate("document.getElementById('grid').scrollTop = 0")
+    _grid_frame(page).evaluate("document.getElementById('grid').scrollTop = 0")
     page.wait_for_timeout(100)
 
 
 def grid_row(page, k: int) -> tuple[float, float]:
     """Where to click row ``k`` of the case grid (the grid at its top: :func:`grid_top`), on the page."""
-    frame = next(f for f in page.frames if "cxrxai_grid" in f.url)
-    box = frame.locator("tr.row").nth(k).bounding_box()
+    box = _grid_frame(page).locator("tr.row").nth(k).bounding_box()
     return box["x"] + 15, box["y"] + box["height"] / 2
 
 
@@ -196,8 +199,8 @@ def _cases(page, clicks: int) -> list[float]:
 
 
 def steps(page, clicks: int, timed=None) -> list:
-    """Data clicks: the explorer's Previous/Next case buttons. After one untimed Next (off the grid's two rows), two Next clicks onto cases the
-    session has not shown, then Previous and Next in turn: as with the finding and explainer
+    """Data clicks: the explorer's Previous/Next case buttons. After one untimed Next (off the grid's
+    two rows), two Next clicks onto cases the session has not shown, then Previous and Next in turn: as with the finding and explainer
     clicks, the first two draw new films and the others films the session holds. ``timed(page,
     act)`` times one click (``_timed_data_click``; click_breakdown splits it)."""
     timed = timed or _timed_data_click

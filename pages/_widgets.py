@@ -206,8 +206,7 @@ def _formats(df: pd.DataFrame, digits: int) -> dict:
     floats with ``digits`` decimals, its whole counts without any (a missing value is the dash,
     the dataframe's placeholder). Two differences: the browser rounds an exact binary tie up (0.0625
     → 0.063) where Python rounds it to even (0.062), and leaves an infinite value blank."""
-    whole = set(_whole(df))
-    return {c: st.column_config.NumberColumn(format="%d" if c in whole else f"%.{places}f")
+    return {c: st.column_config.NumberColumn(format=f"%.{places}f" if places else "%d")
             for c, places in decimals(df, digits).items()}
 
 
