@@ -89,9 +89,18 @@ def check_target(target: int, n_outputs: int, spec: ModelSpec | None) -> int:
     return int(target)
 
 
+_N_OUTPUTS: weakref.WeakKeyDictionary[torch.nn.Module, int] = weakref.WeakKeyDictionary()
+
+
 def n_outputs(module: torch.nn.Module, image: torch.Tensor) -> int:
-    with torch.inference_mode():
-        return int(module(image[:1]).shape[1])
+    """How many outputs ``module`` has: one forward pass of one image, the first time a module is
+    asked (a classifier's count does not depend on the input), remembered while it lives: a map
+    of a model already asked costs no extra forward pass."""
+    known = _N_OUTPUTS.get(module)
+    if known is None:
+        with torch.inference_mode():
+            known = _N_OUTPUTS[module] = int(module(image[:1]).shape[1])
+    return known
 
 
 def baseline_tensor(baseline, image: torch.Tensor, spec: ModelSpec | None) -> torch.Tensor:
@@ -154,6 +163,7 @@ def isolated_rng(seed: int | None) -> Iterator[None]:
 
 
 _NO_INPLACE: weakref.WeakKeyDictionary[torch.nn.Module, torch.nn.Module] = weakref.WeakKeyDictionary()
+_HOOK_READY: weakref.WeakSet[torch.nn.Module] = weakref.WeakSet()
 
 
 def no_inplace_copy(module: torch.nn.Module) -> torch.nn.Module:
@@ -162,6 +172,8 @@ def no_inplace_copy(module: torch.nn.Module) -> torch.nn.Module:
     Captum's guided backprop hooks ReLU modules; in-place ReLUs break module backward hooks.
     The caller's model is never modified.
     """
+    if module in _HOOK_READY:
+        return module
     cached = _NO_INPLACE.get(module)
     if cached is None:
         cached = copy.deepcopy(module).eval()
@@ -170,6 +182,20 @@ def no_inplace_copy(module: torch.nn.Module) -> torch.nn.Module:
                 m.inplace = False
         _NO_INPLACE[module] = cached
     return cached
+
+
+def hook_ready(module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` itself, made usable as it is by the backward-hook methods: its ReLUs stop working in
+    place (the values they give are the same) and :func:`no_inplace_copy` returns it, uncopied.
+
+    Only for a private copy that nothing else runs meanwhile (a cascading-randomization step): the
+    hook methods hook the module they are given, so a model shared with other callers (the app's)
+    goes through :func:`no_inplace_copy` instead."""
+    for m in module.modules():
+        if isinstance(m, torch.nn.ReLU):
+            m.inplace = False
+    _HOOK_READY.add(module)  # weakly: the module goes when its caller drops it
+    return module
 
 
 def layer_of(module: torch.nn.Module, layer, spec: ModelSpec | None) -> torch.nn.Module:

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from ..explain import explain, native_map
-from ..explain._common import baseline_tensor
+from ..explain._common import baseline_tensor, hook_ready
 from ..metrics import fidelity, trust
 from ..models.inference import forward_batch_size
 from ..models.randomize import randomization_steps
@@ -157,7 +157,8 @@ def trust_stage(ctx, plan: TrustPlan = TrustPlan()) -> dict:
         m: {i: trust_map(model, x[i : i + 1], targets[i], m, dict(methods[m])) for i in need[m]}
         for m in methods
     }
-    steps = list(randomization_steps(model.module, seed=plan.seed)) if rand else []
+    # each step's model is a copy of the trust stage's own: guided backprop hooks it without copying it again
+    steps = [(s, hook_ready(m)) for s, m in randomization_steps(model.module, seed=plan.seed)] if rand else []
     rows += _threshold_rows(mid, {m: [originals[m][i] for i in range(len(ids))] for m in rand}, plan)
     for k, (step, module) in enumerate(steps):
         randomized_model = LoadedModel(module, model.spec, model.device)
