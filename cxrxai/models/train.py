@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import roc_auc_score
 
 from ..errors import DataError
 from .registry import LoadedModel, best_device, build
@@ -63,6 +62,8 @@ class Progress:
 
 def mean_auroc(y: np.ndarray, p: np.ndarray) -> tuple[float, list[float]]:
     """Mean and per-column ROC AUC, skipping columns without both classes (NaN)."""
+    from sklearn.metrics import roc_auc_score  # here: scikit-learn costs a process 0.9 s to import
+
     per = []
     for j in range(y.shape[1]):
         col = y[:, j]
