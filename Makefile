@@ -12,7 +12,8 @@ MODEL  := data_cache/models/demo-densenet121.pt
 # Chromium, a Streamlit server, Ray's processes or a subprocess (2 cores: 84 % busy with 3 workers,
 # 64-78 % with 2). Each test file on one worker (its module fixtures built once; the Ray cluster and
 # engine tests share one file), the longest files first (the order tests/conftest.py gives them);
-# PYTEST_PARALLEL= runs them serially.
+# PYTEST_PARALLEL= runs them serially. Bytecode is written (a machine may set PYTHONDONTWRITEBYTECODE):
+# every Python process the run starts would compile the package and the tests again.
 PYTEST_PARALLEL ?= -n $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 ))) --maxprocesses 5 --dist loadfile --no-loadscope-reorder
 
 .PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
@@ -21,7 +22,7 @@ app: $(STORE)
 	$(BIN)/streamlit run app.py
 
 test: $(VENV)/.test-installed
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m cxrxai demo
