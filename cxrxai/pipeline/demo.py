@@ -42,6 +42,7 @@ __all__ = [
     "Evidence",
     "Round",
     "build_demo",
+    "demo_dataset_store",
     "demo_plan",
     "demo_stages",
     "evidence_rounds",
@@ -242,6 +243,14 @@ def _shortcut(ctx) -> dict:
     models = {"shortcut": load(weights), "control": load(setup["control"])}
     return {**report, **shortcut_stage(ctx.writer, models, config=setup["config"], data_dir=setup["data_dir"],
                                        progress=ctx.progress)}
+
+
+def demo_dataset_store(store_path: str | Path, *, data_dir: str | Path, config: PhantomConfig) -> Path:
+    """A store with the demo's cases alone, as :func:`build_demo` registers them before its model (a
+    build given it as its store skips that step): the phantoms rendered where missing."""
+    with write_store(store_path) as writer:
+        _put_demo_dataset(writer, load_demo(config, data_dir), config, data_dir)
+    return Path(store_path)
 
 
 def _put_demo_dataset(writer, data, config: PhantomConfig, data_dir: str | Path) -> None:

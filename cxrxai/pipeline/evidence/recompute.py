@@ -11,7 +11,10 @@ the scores from the shipped predictions and thresholds). A table with rows but n
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -93,6 +96,19 @@ def partners(name: str) -> tuple[str, ...]:
                  if (c.stages, c.shipped, c.per_model) == (check.stages, check.shipped, check.per_model))
 
 
+@functools.cache
+def _dataset_store(data_dir: str, config: str) -> Path:
+    """A store holding the demo's cases alone (images, labels, masks, the second reader), written
+    once per process and copied as each recomputation's new store: registering the 4,300 cases
+    took most of a second of every recomputed model's build. Removed when the process ends."""
+    from ..demo import demo_dataset_store  # the demo build imports this package
+
+    folder = Path(tempfile.mkdtemp(prefix="cxrxai-recompute-cases-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return demo_dataset_store(folder / "cases.duckdb", data_dir=data_dir,
+                              config=PhantomConfig.from_json(config))
+
+
 def recompute(folder: str | Path, rows: pd.DataFrame, name: str, *, models_dir: str | Path,
               data_dir: str | Path) -> pd.DataFrame:
     """``rows`` of the check ``name`` (from :func:`sample`) recomputed from scratch: for each model,
@@ -123,6 +139,7 @@ def recompute_together(folder: str | Path, samples: dict[str, pd.DataFrame], *, 
         stages += check.stages(Sampled(group, folder, Path(models_dir), Path(data_dir)))
         with tempfile.TemporaryDirectory(prefix="cxrxai-recompute-") as tmp:
             store = Path(tmp) / "store.duckdb"
+            shutil.copyfile(_dataset_store(str(data_dir), config.to_json()), store)
             build_demo(store, model_path=Path(models_dir) / prov["models"][model_id]["file"],
                        data_dir=data_dir, config=config, stages=stages, phase="quick")
             got = {}
