@@ -16,13 +16,21 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
   made elsewhere, the phantom demo); :mod:`.launch` — a precompute with its engine and status file.
 """
 
-from .dataset import build_dataset, dataset_plan, dataset_stages
-from .demo import DEMO_DATASET, build_demo, demo_stages, model_evidence_stages
-from .imports import import_predictions
-from .plan import BuildPlan
-from .predict import predictions_stage, store_thresholds, thresholds_stage
-from .runner import BuildContext, ProgressFn, Stage, run_stages
-from .stages import analysis_names, get_stage, register_stage, stage, stage_names, unregister_stage
+from importlib import import_module
+
+#: Each name this package exports → the module that defines it, imported at first use: a process
+#: that needs one module (the background build's supervisor, a status read) does not import torch
+#: and every stage with it (``stages`` imports every module before a registry lookup).
+_EXPORTS = {
+    "build_dataset": "dataset", "dataset_plan": "dataset", "dataset_stages": "dataset",
+    "DEMO_DATASET": "demo", "build_demo": "demo", "demo_stages": "demo", "model_evidence_stages": "demo",
+    "import_predictions": "imports",
+    "BuildPlan": "plan",
+    "predictions_stage": "predict", "store_thresholds": "predict", "thresholds_stage": "predict",
+    "BuildContext": "runner", "ProgressFn": "runner", "Stage": "runner", "run_stages": "runner",
+    "analysis_names": "stages", "get_stage": "stages", "register_stage": "stages", "stage": "stages",
+    "stage_names": "stages", "unregister_stage": "stages",
+}
 
 __all__ = [
     "DEMO_DATASET",
@@ -48,3 +56,15 @@ __all__ = [
     "thresholds_stage",
     "unregister_stage",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(import_module(f".{module}", __name__), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
