@@ -19,8 +19,9 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
 from importlib import import_module
 
 #: Each name this package exports → the module that defines it, imported at first use: a process
-#: that needs one module (the background build's supervisor, a status read) does not import torch
-#: and every stage with it (``stages`` imports every module before a registry lookup).
+#: that needs one module (the background build's supervisor, a status read) does not import the
+#: models, the explainers and every stage with it (``stages`` imports every module before a
+#: registry lookup, so a stage is never missed).
 _EXPORTS = {
     "build_dataset": "dataset", "dataset_plan": "dataset", "dataset_stages": "dataset",
     "DEMO_DATASET": "demo", "build_demo": "demo", "demo_stages": "demo", "model_evidence_stages": "demo",
