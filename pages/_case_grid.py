@@ -134,6 +134,14 @@ def take_click(shown: pd.DataFrame, *, key: str) -> dict | None:
     return value
 
 
+def take_step(*, key: str) -> None:
+    """A Previous/Next step is being taken: the grid ``key``'s last row click counts as taken, so
+    that :func:`take_click`, later in the same rerun, does not open that row over the step."""
+    value = st.session_state.get(key)
+    if value and value.get("clicked") is not None:
+        st.session_state[f"{key}_taken"] = value["clicked"]
+
+
 def case_grid(payload: dict, selected: tuple[str, str] | None, value: dict | None, *, key: str,
               height: int = 220) -> None:
     """Draw the grid of ``payload`` (:func:`grid_data`), ``selected`` (the case shown) highlighted

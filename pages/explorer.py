@@ -43,9 +43,12 @@ def _parse(param: str, text):
 
 
 def _step_to(image_id: str, label: str) -> None:
-    """Previous/next case: that case is shown (and highlighted in the grid)."""
+    """Previous/next case: that case is shown (and highlighted in the grid). A row click that reached
+    the page in the same rerun as the button's (a click, then the button, faster than the page
+    answered: seen under load) is taken here, so that it cannot undo the step the button named."""
     ui.remember("case", image_id)
     ui.remember("case_label", label)
+    _case_grid.take_step(key=GRID)
 
 
 def _steps(listed: pd.DataFrame, at: int, sort: dict | None) -> None:
