@@ -126,8 +126,7 @@ def take_click(shown: pd.DataFrame, *, key: str) -> dict | None:
     (:func:`clicked`: a row of ``shown``), once: a Previous/Next step after it is not undone."""
     value = st.session_state.get(key)
     picked = clicked(value, shown, st.session_state.get(f"{key}_taken"))
-    if value and value.get("clicked") is not None:
-        st.session_state[f"{key}_taken"] = value["clicked"]
+    take_step(key=key)  # the click is taken either way
     if picked:
         remember("case", picked[0])
         remember("case_label", picked[1])
@@ -135,8 +134,9 @@ def take_click(shown: pd.DataFrame, *, key: str) -> dict | None:
 
 
 def take_step(*, key: str) -> None:
-    """A Previous/Next step is being taken: the grid ``key``'s last row click counts as taken, so
-    that :func:`take_click`, later in the same rerun, does not open that row over the step."""
+    """The grid ``key``'s last row click counts as taken: called by :func:`take_click`, and by a
+    Previous/Next step, so that :func:`take_click` later in the same rerun does not open that row
+    over the step."""
     value = st.session_state.get(key)
     if value and value.get("clicked") is not None:
         st.session_state[f"{key}_taken"] = value["clicked"]
