@@ -69,9 +69,10 @@ def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world
     killed = None
     deadline = time.monotonic() + 240
     while proc.poll() is None and time.monotonic() < deadline and killed is None:
-        parts = list(Path(f"{store}.parts").glob("*.parquet"))
-        pids = _ray_workers()
-        if parts and pids:  # mid-run: some units done, one in flight
+        # mid-run: some units done, one in flight (the process table is read only once a part is
+        # written: a scan of every process, 20 times a second, cost seconds of CPU while Ray started)
+        pids = _ray_workers() if any(Path(f"{store}.parts").glob("*.parquet")) else []
+        if pids:
             killed = pids[0]
             os.kill(killed, signal.SIGKILL)
         time.sleep(0.05)
@@ -243,15 +244,21 @@ def _stop(temp_dir: Path) -> None:
 
 
 def _unit_workers(raylet: int) -> list[int]:
-    """Worker processes of one node (children of its raylet) running one of our units."""
-    found = subprocess.run(["pgrep", "-f", "ray::_run_unit"], capture_output=True, text=True).stdout.split()
+    """Worker processes of one node (children of its raylet) running one of our units: the raylet's
+    children only (``/proc/PID/task/*/children``), not every process of the machine (polled every
+    20 ms, a scan of them all cost seconds of CPU)."""
     out = []
-    for pid in found:
+    for children in Path(f"/proc/{raylet}/task").glob("*/children"):
         try:
-            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == raylet:
-                out.append(int(pid))
-        except (OSError, IndexError, ValueError):
+            pids = children.read_text().split()
+        except OSError:
             continue
+        for pid in pids:
+            try:
+                if b"ray::_run_unit" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    out.append(int(pid))
+            except OSError:
+                continue
     return out
 
 
