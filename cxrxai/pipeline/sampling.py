@@ -66,9 +66,15 @@ def sample_pairs(pairs: pd.DataFrame, per_label: int | None, seed: int) -> pd.Da
     is contained in a larger one (the build grows its evidence in rounds without discarding a case)."""
     if per_label is None or pairs.empty:
         return pairs
-    chosen = _ordered(pairs, seed)
-    chosen = chosen[chosen._k < per_label]
-    return chosen[["image_id", "label"]].sort_values(["label", "image_id"]).reset_index(drop=True)
+    # :func:`_ordered`'s order and cut in NumPy (pandas' sort and group-by took 2.6 ms a call on a
+    # handful of pairs; the build and its tests draw thousands of samples)
+    ids, labels = pairs["image_id"].to_numpy().astype(str), pairs["label"].to_numpy().astype(str)
+    order = np.lexsort((ids, image_rank(ids, seed), labels))
+    first = np.r_[True, labels[order][1:] != labels[order][:-1]]
+    place = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    chosen = order[place < per_label]
+    chosen = chosen[np.lexsort((ids[chosen], labels[chosen]))]
+    return pairs.iloc[chosen][["image_id", "label"]].reset_index(drop=True)
 
 
 def sweep_cases(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:

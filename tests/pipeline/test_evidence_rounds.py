@@ -55,6 +55,20 @@ def test_each_findings_sample_is_uniform_over_its_positives():
     assert counts[("i1", "c")] == counts[("i7", "c")] == seeds  # fewer positives than asked: all of them
 
 
+def test_a_sample_is_each_findings_first_pairs_in_the_seeded_image_order():
+    """The definition, by pandas (sort by finding, :func:`image_rank`, image id; keep each finding's
+    first ``per_label``), on random sets with repeated pairs and findings of every size."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n, per_label, seed = int(rng.integers(1, 120)), int(rng.integers(1, 12)), int(rng.integers(0, 10**6))
+        pairs = pd.DataFrame({"image_id": [f"i{k}" for k in rng.integers(0, 80, n)],
+                              "label": rng.choice(list("abcde"), n)})
+        ranked = pairs.assign(rank=image_rank(pairs.image_id, seed)).sort_values(["label", "rank", "image_id"])
+        expected = ranked[ranked.groupby("label").cumcount() < per_label][["image_id", "label"]]
+        expected = expected.sort_values(["label", "image_id"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(sample_pairs(pairs, per_label, seed), expected, obj=f"trial {trial}")
+
+
 def test_the_findings_share_images_and_a_smaller_sample_lies_inside_a_larger():
     images = []
     for seed in range(200):
