@@ -6,29 +6,35 @@ Rendering is deterministic, so what lands under ``data_cache/demo/`` (git-ignore
 hashes the :class:`PhantomConfig` and :data:`GENERATOR_VERSION`. Files are written under a
 temporary name and renamed when complete, so a half-written cache is never used; one process
 renders a cache at a time (``images-<key>-<n>.render.lock``), the others wait and read its files.
+
+:func:`lazy_demo` reads the ground truth from a shipped copy of the annotations instead and draws a
+film only when a pixel of it is asked for: what recomputes a sample of the shipped evidence needs
+a few hundred of the thousands of films (the whole render took ~76 s of CPU in a fresh checkout).
 """
 
 from __future__ import annotations
 
 import fcntl
+import gzip
 import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..errors import DataError
 from ..labels import DEMO_LABELS, NO_FINDING
 from .masks import encode_rle
 from .phantom import CaseSpec, PhantomConfig, render, sample_cohort
 
-__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "cache_files", "cache_key", "cached_image",
-           "label_matrix", "load_demo"]
+__all__ = ["GENERATOR_VERSION", "SHORTCUT_READER", "DemoData", "LazyFilms", "cache_files", "cache_key",
+           "cached_image", "given_or_loaded", "label_matrix", "lazy_demo", "load_demo", "shipped_annotations"]
 
 #: Bump when the phantom's pixels or the cohort's order change for the same config (invalidates caches
 #: and stores: a cache's row i is ``sample_cohort(config)[i]``).
@@ -41,7 +47,7 @@ SHORTCUT_READER = "shortcut"
 class DemoData:
     config: PhantomConfig
     specs: list[CaseSpec]
-    images: np.ndarray  # (N, S, S) uint8, row i ↔ specs[i]
+    images: np.ndarray  # (N, S, S) uint8, row i ↔ specs[i] (a LazyFilms from lazy_demo)
     annotations: pd.DataFrame  # image_id, label, reader, instance, kind, x, y, w, h, mask_rle, ...
 
     def split_index(self, split: str) -> np.ndarray:
@@ -105,6 +111,85 @@ def load_demo(config: PhantomConfig, directory: str | Path, *, workers: int | No
     images = np.load(img_path, mmap_mode="r")
     annotations = pd.DataFrame(json.loads(ann_path.read_text()))
     return DemoData(config, specs, images, annotations)
+
+
+class LazyFilms:
+    """A cohort's films as an (N, S, S) uint8 stack that draws a film the first time it is indexed
+    and keeps it: the same pixels as the rendered cache's row (:func:`render` of the same spec)."""
+
+    def __init__(self, config: PhantomConfig, specs: Sequence[CaseSpec]):
+        self.config, self.specs = config, list(specs)
+        self.shape = (len(self.specs), config.size, config.size)
+        self.dtype = np.dtype(np.uint8)
+        self.ndim = 3
+        self._rows: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def drawn(self) -> int:
+        """How many films were drawn so far."""
+        return len(self._rows)
+
+    def _row(self, i: int) -> np.ndarray:
+        if i not in self._rows:
+            self._rows[i] = render(self.specs[i], self.config).image
+        return self._rows[i]
+
+    def __getitem__(self, index) -> np.ndarray:
+        """A film (an integer) or a stack of them (a slice, a list or an array of rows, a mask)."""
+        if isinstance(index, int | np.integer):
+            return self._row(int(np.arange(len(self))[index])).copy()
+        rows = np.arange(len(self))[index]
+        return np.stack([self._row(int(i)) for i in rows]) if len(rows) else np.empty((0, *self.shape[1:]),
+                                                                                      np.uint8)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.asarray(self[:], dtype=dtype)
+
+
+def shipped_annotations(config: PhantomConfig, folder: str | Path) -> Path:
+    """Where a shipped copy of ``config``'s annotations file lies in ``folder``: its cache file's
+    name, gzipped (the same bytes :func:`load_demo` writes)."""
+    return Path(folder) / f"{cache_files(config, folder)[1].name}.gz"
+
+
+def lazy_demo(config: PhantomConfig, directory: str | Path, *,
+              annotations: str | Path | None = None) -> DemoData:
+    """The demo cohort as :func:`load_demo` gives it, but with the ground truth read from the
+    annotations shipped in ``annotations`` (:func:`shipped_annotations`) when ``directory`` holds no
+    rendered cache, and each film drawn when it is first asked for (:class:`LazyFilms`). Without a
+    rendered cache or a shipped copy, everything is rendered as :func:`load_demo` does. One instance
+    per process and cohort, so its films are drawn once."""
+    img_path, ann_path = cache_files(config, directory)
+    if img_path.exists() and ann_path.exists():
+        return load_demo(config, directory)
+    shipped = shipped_annotations(config, annotations) if annotations is not None else None
+    source = ann_path if ann_path.exists() else shipped
+    if source is None or not source.is_file():
+        return load_demo(config, directory)
+    data = _lazy(config.to_json(), str(source))
+    return replace(data, annotations=data.annotations.copy())
+
+
+@lru_cache(maxsize=4)
+def _lazy(config: str, source: str) -> DemoData:
+    raw = Path(source).read_bytes()
+    records = json.loads(gzip.decompress(raw) if source.endswith(".gz") else raw)
+    config_ = PhantomConfig.from_json(config)
+    specs = sample_cohort(config_)
+    return DemoData(config_, specs, LazyFilms(config_, specs), pd.DataFrame(records))
+
+
+def given_or_loaded(data: DemoData | None, config: PhantomConfig, directory: str | Path, **kw) -> DemoData:
+    """``data`` when a caller has the cohort (it must be ``config``'s), else :func:`load_demo`'s."""
+    if data is None:
+        return load_demo(config, directory, **kw)
+    if data.config != config:
+        raise DataError(f"the cohort given is of another phantom configuration ({data.config.to_json()}) "
+                        f"than the one asked for ({config.to_json()})")
+    return data
 
 
 def _render_all(config, specs, img_path: Path, ann_path: Path, workers, progress) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.decode import RowLoader
-from ..data.demo import DemoData, label_matrix, load_demo
+from ..data.demo import DemoData, given_or_loaded, label_matrix
 from ..data.phantom import PhantomConfig
 from ..data.second_reader import synthetic_reader
 from ..errors import UnknownNameError
@@ -27,27 +27,10 @@ from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_sho
 from .stages import resolve, stage
 from .trust import TRUST_IG, FidelityPlan, TrustPlan
 
-__all__ = [
-    "AFTER_FIRST_LOOK",
-    "DEMO_DATASET",
-    "EVIDENCE",
-    "EVIDENCE_STAGES",
-    "FIRST_LOOK",
-    "MODEL_EVIDENCE_STAGES",
-    "OTHER_MODEL_STAGES",
-    "PHASES",
-    "PHASE_STAGES",
-    "QUICK_STAGES",
-    "SAME_ARCH_STAGES",
-    "Evidence",
-    "Round",
-    "build_demo",
-    "demo_dataset_store",
-    "demo_plan",
-    "demo_stages",
-    "evidence_rounds",
-    "model_evidence_stages",
-]
+__all__ = ["AFTER_FIRST_LOOK", "DEMO_DATASET", "EVIDENCE", "EVIDENCE_STAGES", "FIRST_LOOK",
+           "MODEL_EVIDENCE_STAGES", "OTHER_MODEL_STAGES", "PHASES", "PHASE_STAGES", "QUICK_STAGES",
+           "SAME_ARCH_STAGES", "Evidence", "Round", "build_demo", "demo_dataset_store", "demo_plan",
+           "demo_stages", "evidence_rounds", "model_evidence_stages"]
 
 DEMO_DATASET = "demo"
 
@@ -245,11 +228,12 @@ def _shortcut(ctx) -> dict:
                                        progress=ctx.progress)}
 
 
-def demo_dataset_store(store_path: str | Path, *, data_dir: str | Path, config: PhantomConfig) -> Path:
+def demo_dataset_store(store_path: str | Path, *, data_dir: str | Path, config: PhantomConfig,
+                       data: DemoData | None = None) -> Path:
     """A store with the demo's cases alone, as :func:`build_demo` registers them before its model (a
-    build given it as its store skips that step): the phantoms rendered where missing."""
+    build given it as its store skips that step): the phantoms rendered where missing, or ``data``."""
     with write_store(store_path) as writer:
-        _put_demo_dataset(writer, load_demo(config, data_dir), config, data_dir)
+        _put_demo_dataset(writer, given_or_loaded(data, config, data_dir), config, data_dir)
     return Path(store_path)
 
 
@@ -334,7 +318,7 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
                prediction_cache: Path | None = None, write_prediction_cache: bool = False,
                phase: str = "all", extra_stages: list[Stage] = (), rounds: list[Round] | None = None,
-               on_stage: Callable[[dict], None] | None = None) -> dict:
+               on_stage: Callable[[dict], None] | None = None, data: DemoData | None = None) -> dict:
     """Build (or resume) the demo store: cases, model, then ``stages`` (default: the stages of
     ``phase``, :func:`demo_stages`). Finishing the evidence (``all`` or ``evidence``) records
     ``evidence_built_at`` in the store's meta.
@@ -351,13 +335,14 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     where the build is before each stage: ``{"round", "rounds", "round_name", "stage", "stages",
     "name", "model"}`` (1-based counts over the whole build), the first time also ``"plan"``: every
     step as ``[round, round name, stage name, model]``, in order.
+    ``data``: the cohort where the caller has it (default: :func:`~cxrxai.data.demo.load_demo`'s).
     """
     if phase not in PHASES:
         raise UnknownNameError("demo phase", phase, PHASES)
     config = config or PhantomConfig()
     report: dict = {}
     t0 = time.monotonic()
-    data = load_demo(config, data_dir, progress=lambda d, n: progress("render phantoms", d, n))
+    data = given_or_loaded(data, config, data_dir, progress=lambda d, n: progress("render phantoms", d, n))
     report["render_s"] = round(time.monotonic() - t0, 1)
     model = load(model_path)
     with write_store(store_path, fresh=fresh) as writer:

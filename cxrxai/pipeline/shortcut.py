@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from ..data.demo import load_demo
+from ..data.demo import DemoData, given_or_loaded
 from ..data.phantom import CaseSpec, PhantomConfig, Shortcut, render
 from ..errors import ModelError
 from ..explain import Setting, explain
@@ -134,13 +134,15 @@ def shortcut_stage(
     data_dir: str | Path,
     plan: ShortcutPlan = ShortcutPlan(),
     progress: Callable[[str, int, int], None] | None = None,
+    data: DemoData | None = None,
 ) -> dict:
     """Score every explainer of ``plan`` under each model of ``models`` (role → model: ``shortcut``
-    and ``control``) on the marked test cases of the shortcut cohort; rows already stored are kept."""
+    and ``control``) on the marked test cases of the shortcut cohort (``data`` when the caller has it);
+    rows already stored are kept."""
     if set(models) != {"shortcut", "control"}:
         raise ModelError(f"the shortcut stage needs a 'shortcut' and a 'control' model, got {sorted(models)}")
     label = config.shortcut.label
-    data = load_demo(config, data_dir)
+    data = given_or_loaded(data, config, data_dir)
     rows_idx = _cases(data, label, plan)
     have = writer.table("shortcut")
     done = set(zip(have.model_id, have.image_id, have.method)) if not have.empty else set()

@@ -6,16 +6,21 @@ store whose weights, schema and phantoms are its own; the build then skips what 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import shutil
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cxrxai import paths
+from cxrxai.data.demo import _render_one, shipped_annotations
+from cxrxai.data.phantom import PhantomConfig, sample_cohort
 from cxrxai.pipeline.demo import Round
 from cxrxai.pipeline.evidence import (
+    PHANTOMS,
     PROVENANCE,
     SNAPSHOT_META,
     export_snapshot,
@@ -23,6 +28,7 @@ from cxrxai.pipeline.evidence import (
     shipped_dir,
     skip_covered,
 )
+from cxrxai.pipeline.evidence.provenance import sha256
 from cxrxai.pipeline.evidence.recompute import (
     CHECKS,
     differences,
@@ -54,6 +60,26 @@ def _recomputed(folder, table):
 def test_every_shipped_row_has_a_check(prov):
     assert sum(prov["tables"].values()) > 0
     assert unchecked(SNAPSHOT) == {}
+
+
+def test_the_shipped_phantom_annotations_are_the_generators(prov):
+    """The ground truth a recomputation reads instead of rendering every film (:func:`cohort`): one
+    file per cohort of the snapshot (the demo's, the planted shortcut's), as provenance names it, each
+    film's records those the generator draws for it now (a seeded sample of films rendered again)."""
+    configs = [PhantomConfig.from_json(json.dumps(prov["phantom_config"]))]
+    configs += [PhantomConfig.from_json(c) for c in sorted(set(pd.read_parquet(SNAPSHOT / "shortcut.parquet")
+                                                                 .phantom_config))]
+    names = [shipped_annotations(c, SNAPSHOT / PHANTOMS).name for c in configs]
+    assert sorted(names) == sorted(prov["phantom_annotations"])
+    rng = np.random.default_rng(SEED)
+    for config, name in zip(configs, names):
+        path = SNAPSHOT / PHANTOMS / name
+        assert sha256(path) == prov["phantom_annotations"][name]
+        records = json.loads(gzip.decompress(path.read_bytes()))
+        specs = sample_cohort(config)
+        for i in sorted(rng.choice(len(specs), 5, replace=False)):
+            drawn = json.loads(json.dumps(_render_one(config, specs[i])[1]))
+            assert [r for r in records if r["image_id"] == specs[i].image_id] == drawn, specs[i].image_id
 
 
 #: The checks whose sample costs minutes (a forward pass per occluded window, per fidelity subset):

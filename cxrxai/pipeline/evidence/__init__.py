@@ -6,7 +6,7 @@ background build computes only what the snapshot does not hold (:func:`skip_cove
 recomputes a seeded sample of the shipped rows from scratch (:mod:`.recompute`).
 """
 
-from .provenance import PROVENANCE, completed_steps
+from .provenance import PHANTOMS, PROVENANCE, completed_steps
 from .snapshot import (
     SNAPSHOT_META,
     SNAPSHOT_STEP,
@@ -19,6 +19,6 @@ from .snapshot import (
     with_snapshot,
 )
 
-__all__ = ["PROVENANCE", "SNAPSHOT_META", "SNAPSHOT_STEP", "completed_steps", "covered_steps",
+__all__ = ["PHANTOMS", "PROVENANCE", "SNAPSHOT_META", "SNAPSHOT_STEP", "completed_steps", "covered_steps",
            "export_snapshot", "import_snapshot", "shipped_dir", "skip_covered", "snapshot_stage",
            "with_snapshot"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...data.demo import DemoData, lazy_demo
 from ...data.phantom import PhantomConfig
 from ...errors import EvidenceSnapshotError
 from ...explain import Setting, get, method_names
@@ -31,8 +32,9 @@ from ..scoring import localization_stage
 from ..shortcut import ShortcutPlan, shortcut_stage
 from ..stages import get_stage
 from ..trust import TRUST_IG, TrustPlan, _fidelity_rows, _main_setting, _mean_image, trust_stage
+from .provenance import PHANTOMS
 
-__all__ = ["CHECKS", "Check", "Sampled", "checks_of", "shortcut_plan"]
+__all__ = ["CHECKS", "Check", "Sampled", "checks_of", "cohort", "shortcut_plan"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,13 @@ def _fidelity(s: Sampled) -> list[Stage]:
     return [_maps_of(cases), Stage("fidelity", run)]
 
 
+def cohort(config: PhantomConfig, data_dir: str | Path, snapshot: str | Path) -> DemoData:
+    """The phantom cohort of ``config`` for a recomputation: its ground truth from the rendered cache
+    in ``data_dir`` or the annotations the ``snapshot`` ships (:data:`~.provenance.PHANTOMS`), its
+    films drawn as a sampled row asks for them (:func:`~cxrxai.data.demo.lazy_demo`)."""
+    return lazy_demo(config, data_dir, annotations=Path(snapshot) / PHANTOMS)
+
+
 def shortcut_plan(shipped: pd.DataFrame) -> ShortcutPlan:
     """The plan the shipped shortcut rows were computed with: their methods and settings, their
     numbers of positive and negative cases (the seeded draw of that many picks the same cases)."""
@@ -223,7 +232,7 @@ def _shortcut(s: Sampled) -> list[Stage]:
             ctx.writer.put_table("shortcut", done)
         models = {role: load(_weights(s.models_dir, mid)) for role, mid in sorted(roles.items())}
         return shortcut_stage(ctx.writer, models, config=config, data_dir=s.data_dir,
-                              plan=shortcut_plan(shipped))
+                              plan=shortcut_plan(shipped), data=cohort(config, s.data_dir, s.folder))
 
     return [Stage("shortcut", run)]
 

@@ -18,9 +18,13 @@ from pathlib import Path
 from ...errors import EvidenceSnapshotError
 from ...store import SCHEMA_VERSION
 
-__all__ = ["PROVENANCE", "check", "code_version", "completed_steps", "read", "sha256", "sources_sha256"]
+__all__ = ["PHANTOMS", "PROVENANCE", "check", "code_version", "completed_steps", "read", "sha256",
+           "sources_sha256"]
 
 PROVENANCE = "provenance.json"
+#: The folder of a snapshot that holds its phantoms' annotations (gzipped, as the render cache names
+#: them): a recomputation reads the ground truth there and draws only the films it needs.
+PHANTOMS = "phantoms"
 _PACKAGE = Path(__file__).resolve().parents[2]
 #: The parts of cxrxai whose code decides a stored number (the pages and reports only show them).
 NUMERIC_SOURCES = ("data", "explain", "labels.py", "metrics", "models", "pipeline", "postprocess.py",

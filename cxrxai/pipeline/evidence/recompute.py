@@ -26,10 +26,10 @@ from ...errors import EvidenceSnapshotError, UnknownNameError
 from ...store import export_table, import_table, open_store
 from ..runner import Stage
 from . import provenance
-from .checks import CHECKS, Check, Sampled, checks_of
+from .checks import CHECKS, Check, Sampled, checks_of, cohort
 
-__all__ = ["CHECKS", "RUN_COLUMNS", "Check", "differences", "partners", "recompute", "recompute_together",
-           "sample", "unchecked"]
+__all__ = ["CHECKS", "RUN_COLUMNS", "Check", "cohort", "differences", "partners", "recompute",
+           "recompute_together", "sample", "unchecked"]
 
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
 _RECORDS = ("meta", "models")
@@ -97,7 +97,7 @@ def partners(name: str) -> tuple[str, ...]:
 
 
 @functools.cache
-def _dataset_store(data_dir: str, config: str) -> Path:
+def _dataset_store(data_dir: str, config: str, snapshot: str) -> Path:
     """A store holding the demo's cases alone (images, labels, masks, the second reader), written
     once per process and copied as each recomputation's new store: registering the 4,300 cases
     took most of a second of every recomputed model's build. Removed when the process ends."""
@@ -105,8 +105,9 @@ def _dataset_store(data_dir: str, config: str) -> Path:
 
     folder = Path(tempfile.mkdtemp(prefix="cxrxai-recompute-cases-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return demo_dataset_store(folder / "cases.duckdb", data_dir=data_dir,
-                              config=PhantomConfig.from_json(config))
+    config_ = PhantomConfig.from_json(config)
+    return demo_dataset_store(folder / "cases.duckdb", data_dir=data_dir, config=config_,
+                              data=cohort(config_, data_dir, snapshot))
 
 
 def recompute(folder: str | Path, rows: pd.DataFrame, name: str, *, models_dir: str | Path,
@@ -139,9 +140,10 @@ def recompute_together(folder: str | Path, samples: dict[str, pd.DataFrame], *, 
         stages += check.stages(Sampled(group, folder, Path(models_dir), Path(data_dir)))
         with tempfile.TemporaryDirectory(prefix="cxrxai-recompute-") as tmp:
             store = Path(tmp) / "store.duckdb"
-            shutil.copyfile(_dataset_store(str(data_dir), config.to_json()), store)
+            shutil.copyfile(_dataset_store(str(data_dir), config.to_json(), str(folder)), store)
             build_demo(store, model_path=Path(models_dir) / prov["models"][model_id]["file"],
-                       data_dir=data_dir, config=config, stages=stages, phase="quick")
+                       data_dir=data_dir, config=config, stages=stages, phase="quick",
+                       data=cohort(config, data_dir, folder))
             got = {}
             with open_store(store) as s:
                 for table in sorted({CHECKS[n].table for n in names}):

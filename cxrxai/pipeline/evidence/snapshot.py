@@ -10,12 +10,15 @@ then skips the steps the snapshot holds complete (:func:`skip_covered`) and comp
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from dataclasses import fields, replace
 from pathlib import Path
 
 from ... import paths
+from ...data.demo import cache_files, load_demo, shipped_annotations
+from ...data.phantom import PhantomConfig
 from ...errors import EvidenceSnapshotError, UnknownNameError
 from ...models.spec import ModelSpec
 from ...store import export_table, import_table, open_store, shipped_tables
@@ -24,7 +27,7 @@ from ..maps import MapPlan
 from ..runner import Stage
 from ..stages import get_stage
 from . import provenance
-from .provenance import PROVENANCE, completed_steps, sha256
+from .provenance import PHANTOMS, PROVENANCE, completed_steps, sha256
 
 __all__ = ["SNAPSHOT_META", "SNAPSHOT_STEP", "covered_steps", "export_snapshot", "import_snapshot",
            "shipped_dir", "skip_covered", "snapshot_stage", "with_snapshot"]
@@ -80,8 +83,37 @@ def export_snapshot(store_path: str | Path, folder: str | Path, *, dataset: str 
             "steps": steps,
             "tables": {t: export_table(store, t, folder / f"{t}.parquet") for t in shipped_tables()},
         }
+    prov["phantom_annotations"] = _ship_annotations(store_path, folder / PHANTOMS, dataset)
     (folder / PROVENANCE).write_text(json.dumps(prov, indent=1) + "\n")
     return prov
+
+
+def _ship_annotations(store_path: str | Path, folder: Path, dataset: str) -> dict[str, str]:
+    """Copy the ground truth of the snapshot's phantom cohorts (the dataset's and the planted
+    shortcut's) into ``folder``, gzipped, as :func:`~cxrxai.data.demo.lazy_demo` reads them: a
+    recomputation then draws only the films its sample needs. Returns file name → sha256; none
+    when the dataset names no folder of rendered phantoms (a recomputation then renders them all)."""
+    with open_store(store_path) as store:
+        datasets = store.datasets().set_index("dataset")
+        root = datasets.loc[dataset, "root"]
+        configs = [datasets.loc[dataset, "config"]]
+        shortcut = store.table("shortcut")
+    if not root or not isinstance(root, str):
+        return {}
+    if not shortcut.empty:
+        configs += sorted(set(shortcut.phantom_config))
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("annotations-*.json.gz"):
+        old.unlink()
+    out = {}
+    for text in configs:
+        config = PhantomConfig.from_json(text if isinstance(text, str) else json.dumps(text))
+        load_demo(config, root)  # the render cache's files (rendered where missing)
+        target = shipped_annotations(config, folder)
+        # mtime 0: the same annotations give the same bytes
+        target.write_bytes(gzip.compress(cache_files(config, root)[1].read_bytes(), mtime=0))
+        out[target.name] = sha256(target)
+    return out
 
 
 def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
