@@ -13,8 +13,6 @@ The papers differ on these steps, so each is a separate function a caller choose
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from .errors import ExplainerError
 from .validate import as_map
@@ -35,6 +33,9 @@ def upsample(m, size: tuple[int, int]) -> np.ndarray:
     arr = _check(m)
     if arr.shape == tuple(size):
         return arr.copy()
+    import torch  # here: scoring a stored map (the store, the reports) needs no torch until a resize
+    import torch.nn.functional as F
+
     t = torch.from_numpy(arr)[None, None]
     return F.interpolate(t, size=tuple(int(s) for s in size), mode="bilinear", align_corners=False)[
         0, 0

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import CxrxaiError
-from ..models.train import TrainConfig
 from ..pipeline.background import BuildStopped, stoppable
-from ..pipeline.demo import PHASES
+from ..pipeline.phases import PHASES
 from . import Bars, _add_phantom, _phantom_config, _schedule, command
 
 # --------------------------------------------------------------------------- train
@@ -22,7 +21,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         "--arch", default="densenet121", help="architecture (densenet121, resnet18, resnet50, resnet152)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed for initialisation, batches and augmentation")
-    p.add_argument("--schedule", type=_schedule, default=TrainConfig().schedule,
+    p.add_argument("--schedule", type=_schedule, default=None,  # TrainConfig's (torch: imported to train)
                    help="progressive resizing as resolution:epochs pairs (default 128:5,224:3)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop early after this many minutes")
     p.add_argument("--batch-size", type=int, default=32)
@@ -38,10 +37,11 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 @command("train", "train a demo model from scratch on the phantom training split", _add_train)
 def _train(args) -> int:
     from ..models.demo_model import train_demo_model
+    from ..models.train import TrainConfig
 
     bars = Bars()
-    tc = TrainConfig(arch=args.arch, seed=args.seed, schedule=args.schedule, max_minutes=args.max_minutes,
-                     batch_size=args.batch_size)
+    tc = TrainConfig(arch=args.arch, seed=args.seed, schedule=args.schedule or TrainConfig().schedule,
+                     max_minutes=args.max_minutes, batch_size=args.batch_size)
 
     def on_step(p):
         bars("train", p.step, p.total_steps)
@@ -185,7 +185,7 @@ def _demo(args) -> int:
                 name=model.stem,
                 arch="densenet121",
                 seed=0,
-                schedule=TrainConfig().schedule,
+                schedule=None,  # TrainConfig's
                 max_minutes=None,
                 batch_size=32,
                 n_images=args.n_images,

@@ -11,28 +11,37 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
-import torchvision
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError, UnknownNameError
 from .spec import ModelSpec
+
+if TYPE_CHECKING:
+    import torch
+# torch and torchvision are imported where a model is built, loaded or saved: what only names the
+# architectures (the command line's help, the store, a status read) starts in a fraction of the time
 
 __all__ = ["ARCHITECTURES", "LoadedModel", "build", "load", "save", "sha256"]
 
 
 def _densenet121(n: int) -> torch.nn.Module:
+    import torchvision
+
     return torchvision.models.densenet121(weights=None, num_classes=n)
 
 
 def _resnet(depth: int) -> Callable[[int], torch.nn.Module]:
     def make(n: int) -> torch.nn.Module:
+        import torchvision
+
         return getattr(torchvision.models, f"resnet{depth}")(weights=None, num_classes=n)
 
     return make
 
 
 def _inception_v3(n: int) -> torch.nn.Module:
+    import torchvision
+
     return torchvision.models.inception_v3(weights=None, num_classes=n, aux_logits=False, init_weights=True)
 
 
@@ -73,6 +82,8 @@ def build(arch: str, n_outputs: int) -> torch.nn.Module:
 
 def save(module: torch.nn.Module, spec: ModelSpec, path: str | Path, *, half: bool = True) -> Path:
     """Write ``path`` (.pt state dict, fp16 by default) and its ``.json`` spec; returns the .pt."""
+    import torch
+
     path = Path(path).with_suffix(".pt")
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: (v.half() if half and v.is_floating_point() else v) for k, v in module.state_dict().items()}
@@ -84,6 +95,8 @@ def save(module: torch.nn.Module, spec: ModelSpec, path: str | Path, *, half: bo
 
 def load(path: str | Path, *, device: str | torch.device | None = None) -> LoadedModel:
     """Load ``NAME.pt`` + ``NAME.json`` into an eval-mode fp32 model (channels_last)."""
+    import torch
+
     path = Path(path).with_suffix(".pt")
     card = path.with_suffix(".json")
     for needed in (path, card):
@@ -108,6 +121,8 @@ def load(path: str | Path, *, device: str | torch.device | None = None) -> Loade
 
 def best_device() -> torch.device:
     """CUDA when present, else CPU."""
+    import torch
+
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from ..data.io import resize_to_input
 from ..errors import DataError, ModelError, UnknownNameError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "OUTPUTS", "ModelSpec", "preprocess"]
 
@@ -123,6 +125,9 @@ def preprocess(images: np.ndarray, spec: ModelSpec) -> torch.Tensor:
     precompute's decode cache applies, so a live map of a stored case sees the same input as the
     stored map did; float images are resized bilinearly (antialiased).
     """
+    import torch  # here: the spec (read by the store, the pages, the command line) needs no torch
+    import torch.nn.functional as F
+
     arr = np.asarray(images)
     if arr.ndim == 2:
         arr = arr[None]

@@ -21,6 +21,7 @@ from ..models.registry import load
 from ..paths import absolute
 from ..store import CAM_ONLY_META, write_store
 from .maps import MapConfig, MapPlan
+from .phases import PHASES
 from .plan import BuildPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
@@ -56,11 +57,6 @@ def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
     return images, labels
 
 
-#: Phases of the demo build. ``quick`` is what the app needs to open (cases, predictions,
-#: thresholds, Grad-CAM/Grad-CAM++ for every test image × finding: about two minutes on 2 CPU
-#: cores); ``evidence`` is the rest (their scores first), sized so that every number the explainer
-#: pages show rests on enough cases (see :data:`EVIDENCE`); ``all`` is both, in that order.
-PHASES = ("all", "quick", "evidence")
 
 
 @dataclass(frozen=True)
