@@ -48,6 +48,7 @@ def test_a_lazy_cohort_reads_the_shipped_ground_truth_and_draws_only_the_films_a
     drawn when it is first indexed (the same pixels as the rendered cache's row), nothing is written
     to the cache folder; without a shipped copy everything is rendered as before."""
     import gzip
+    import json
 
     import numpy as np
     import pandas as pd
@@ -77,6 +78,18 @@ def test_a_lazy_cohort_reads_the_shipped_ground_truth_and_draws_only_the_films_a
     with pytest.raises(DataError, match="another phantom configuration"):
         given_or_loaded(lazy, PhantomConfig(size=64, n_images=41, seed=5), empty)
     assert given_or_loaded(lazy, config, empty) is lazy
+    # a film whose records in the copy are not the generator's: drawing it says so
+    records = json.loads(gzip.decompress(shipped_annotations(config, shipped).read_bytes()))
+    box = next(r for r in records if r["kind"] == "box")
+    box["w"] += 1
+    other = tmp_path / "edited"
+    other.mkdir()
+    shipped_annotations(config, other).write_bytes(gzip.compress(json.dumps(records).encode()))
+    edited = lazy_demo(config, tmp_path / "empty2", annotations=other)
+    row = next(i for i, s in enumerate(edited.specs) if s.image_id == box["image_id"])
+    edited.images[(row + 1) % len(edited.specs)]  # another film draws
+    with pytest.raises(DataError, match=f"annotations read for {box['image_id']} are not the phantom generator"):
+        edited.images[[row]]
     # without a shipped copy: the whole cohort is rendered into the folder, as load_demo does
     full = lazy_demo(config, tmp_path / "other", annotations=tmp_path / "nothing-here")
     assert isinstance(full.images, np.memmap) and cache_files(config, tmp_path / "other")[0].is_file()

@@ -77,7 +77,7 @@ def test_the_shipped_phantom_annotations_are_the_generators(prov):
         assert sha256(path) == prov["phantom_annotations"][name]
         records = json.loads(gzip.decompress(path.read_bytes()))
         specs = sample_cohort(config)
-        for i in sorted(rng.choice(len(specs), 5, replace=False)):
+        for i in sorted(rng.choice(len(specs), 20, replace=False)):
             drawn = json.loads(json.dumps(_render_one(config, specs[i])[1]))
             assert [r for r in records if r["image_id"] == specs[i].image_id] == drawn, specs[i].image_id
 
