@@ -121,8 +121,8 @@ class LazyFilms:
     the generator's records for that film equal to the ones read, or a :class:`DataError`: the
     ground truth a score is computed against is the drawn film's own."""
 
-    def __init__(self, config: PhantomConfig, specs: Sequence[CaseSpec], truth: dict[str, list] | None = None,
-                 ) -> None:
+    def __init__(self, config: PhantomConfig, specs: Sequence[CaseSpec],
+                 truth: dict[str, list] | None = None) -> None:
         self.config, self.specs, self._truth = config, list(specs), truth
         self.shape = (len(self.specs), config.size, config.size)
         self.dtype = np.dtype(np.uint8)

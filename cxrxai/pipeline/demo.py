@@ -57,8 +57,6 @@ def _demo_tables(data: DemoData) -> tuple[pd.DataFrame, pd.DataFrame]:
     return images, labels
 
 
-
-
 @dataclass(frozen=True)
 class Evidence:
     """How many cases the evidence phase gives each analysis (issue: ≥ 30 positives per finding
