@@ -47,11 +47,20 @@ def image_rank(image_ids, seed: int) -> np.ndarray:
                      for i in image_ids], dtype=np.uint64)
 
 
+def _order(pairs: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``pairs`` sorted by label, then by :func:`image_rank` of their image (then its
+    id), and each one's place among its label's pairs. In NumPy: pandas' sort and group-by took
+    2.6 ms a call on a handful of pairs, and the build and its tests draw thousands of samples."""
+    ids, labels = pairs["image_id"].to_numpy().astype(str), pairs["label"].to_numpy().astype(str)
+    order = np.lexsort((ids, image_rank(ids, seed), labels))
+    steps = np.arange(len(order))
+    first = np.r_[True, labels[order][1:] != labels[order][:-1]]
+    return order, steps - np.maximum.accumulate(np.where(first, steps, 0))
+
+
 def _ordered(pairs: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """``pairs`` sorted by label, then by :func:`image_rank` of their image, with ``_rank`` and ``_k``
-    (the pair's place among its label's pairs)."""
-    out = pairs.assign(_rank=image_rank(pairs.image_id, seed)).sort_values(["label", "_rank", "image_id"])
-    return out.assign(_k=out.groupby("label").cumcount())
+    """``pairs`` in :func:`_order`'s order."""
+    return pairs.iloc[_order(pairs, seed)[0]]
 
 
 def sample_pairs(pairs: pd.DataFrame, per_label: int | None, seed: int) -> pd.DataFrame:
@@ -66,15 +75,10 @@ def sample_pairs(pairs: pd.DataFrame, per_label: int | None, seed: int) -> pd.Da
     is contained in a larger one (the build grows its evidence in rounds without discarding a case)."""
     if per_label is None or pairs.empty:
         return pairs
-    # :func:`_ordered`'s order and cut in NumPy (pandas' sort and group-by took 2.6 ms a call on a
-    # handful of pairs; the build and its tests draw thousands of samples)
-    ids, labels = pairs["image_id"].to_numpy().astype(str), pairs["label"].to_numpy().astype(str)
-    order = np.lexsort((ids, image_rank(ids, seed), labels))
-    first = np.r_[True, labels[order][1:] != labels[order][:-1]]
-    place = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    chosen = order[place < per_label]
-    chosen = chosen[np.lexsort((ids[chosen], labels[chosen]))]
-    return pairs.iloc[chosen][["image_id", "label"]].reset_index(drop=True)
+    order, place = _order(pairs, seed)
+    chosen = pairs.iloc[order[place < per_label]][["image_id", "label"]]
+    ids, labels = chosen["image_id"].to_numpy().astype(str), chosen["label"].to_numpy().astype(str)
+    return chosen.iloc[np.lexsort((ids, labels))].reset_index(drop=True)
 
 
 def sweep_cases(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
