@@ -107,7 +107,7 @@ def _ship_annotations(store_path: str | Path, folder: Path, dataset: str) -> dic
         old.unlink()
     out = {}
     for text in configs:
-        config = PhantomConfig.from_json(text if isinstance(text, str) else json.dumps(text))
+        config = PhantomConfig.from_json(text)  # the store keeps each configuration as its JSON
         load_demo(config, root)  # the render cache's files (rendered where missing)
         target = shipped_annotations(config, folder)
         # mtime 0: the same annotations give the same bytes
