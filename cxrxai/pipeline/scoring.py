@@ -33,6 +33,7 @@ from .stages import stage
 __all__ = [
     "BASELINES",
     "REFERENCE",
+    "SCORED_IDS",
     "average_masks",
     "baseline_stage",
     "geometry_stage",
@@ -216,6 +217,10 @@ def _to_score(index: pd.DataFrame, done: pd.DataFrame, preds: pd.DataFrame) -> t
     return index, sum(k in redo for k in zip(index.image_id, index.label, index.method, index.params_key))
 
 
+#: The option that names the cases whose baselines are scored (a recomputation's sample): the random
+#: stream is drawn over every case all the same, so each scored case gets the build's random map.
+SCORED_IDS = "scored_ids"
+
 #: Side of the common grid on which training masks of different sizes are averaged.
 AVERAGE_GRID = 256
 
@@ -241,9 +246,10 @@ def average_masks(masks: list[np.ndarray]) -> np.ndarray:
        help="average-mask and random baselines (Arun et al.)")
 def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed: int = 0) -> dict:
     """Score the average training mask and a random map on every positive case of ``split``
-    (``split=None``: every split but ``train_split``). Stored rows resume per (row, metric): when
-    a metric was registered since, the baselines are recomputed (the same seed gives the same random
-    maps) and only the missing scores are written."""
+    (``split=None``: every split but ``train_split``; the :data:`SCORED_IDS` option: of those cases,
+    these only). Stored rows resume per (row, metric): when a metric was registered since, the
+    baselines are recomputed (the same seed gives the same random maps) and only the missing scores
+    are written."""
     mid = ctx.model.spec.name
     imgs = ctx.writer.images(dataset=ctx.dataset)
     missing = None
@@ -256,7 +262,6 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
     split_of = imgs.set_index("image_id")["split"]
     truths, sizes, problems = truth_by_case(ctx.writer, imgs.image_id, stage="baselines")
     _put_problems(ctx, problems)
-    rng = np.random.default_rng(seed)
     averages: dict[str, np.ndarray] = {}
     for label in ctx.model.spec.labels:
         masks = [m for img, t in truths.items() if split_of[img] == train_split
@@ -264,24 +269,8 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
         if masks:
             averages[label] = average_masks(masks)
     scored = [img for img in truths if (split_of[img] == split if split else split_of[img] != train_split)]
-    rows = []
-    for img in scored:
-        for (label, reader), mask in truths[img].items():
-            if reader != REFERENCE or label not in averages or label == NO_FINDING:
-                continue
-            for name, m in (("average_mask", averages[label]), ("random", rng.random(sizes[img]))):
-                rows.append(
-                    {
-                        "model_id": mid,
-                        "image_id": img,
-                        "label": label,
-                        "source": "baseline",
-                        "method": name,
-                        "params_key": params_key({}),
-                        "reader": reader,
-                        **score_map(m, mask),
-                    }
-                )
+    rows = _baseline_rows(mid, scored, truths, sizes, averages, np.random.default_rng(seed),
+                          ctx.options.get(SCORED_IDS))
     if rows:
         for frame in _only_missing(pd.DataFrame(rows), missing):
             ctx.writer.put_table("localization", frame)
@@ -289,6 +278,24 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
     return {"cases": len(rows) // 2, "labels": sorted(averages),
             **({"metrics_added": sorted(set(missing.metric))} if missing is not None else {}),
             **({"no_training_masks": without} if without else {})}
+
+
+def _baseline_rows(mid: str, scored: list[str], truths: dict, sizes: dict, averages: dict, rng, only) -> list[dict]:
+    """The baseline rows of every reference mask of the ``scored`` cases, each case's random map drawn
+    from the one stream in their order; ``only`` (a set of image ids, or None): the cases whose rows
+    are scored, the others' random maps drawn all the same, so that each scored map is the build's."""
+    rows = []
+    for img in scored:
+        for (label, reader), mask in truths[img].items():
+            if reader != REFERENCE or label not in averages or label == NO_FINDING:
+                continue
+            random_map = rng.random(sizes[img])
+            if only is not None and img not in only:
+                continue
+            for name, m in (("average_mask", averages[label]), ("random", random_map)):
+                rows.append({"model_id": mid, "image_id": img, "label": label, "source": "baseline", "method": name,
+                             "params_key": params_key({}), "reader": reader, **score_map(m, mask)})
+    return rows
 
 
 def _only_missing(rows: pd.DataFrame, missing: pd.DataFrame | None) -> list[pd.DataFrame]:

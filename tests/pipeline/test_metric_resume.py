@@ -116,3 +116,26 @@ def test_a_metric_registered_after_the_build_reaches_the_baselines_rows_too(
     assert "metrics_added" not in _baselines(store_copy, tiny_model_path)  # built whole, not resumed
     _, fresh = _state(store_copy)
     pd.testing.assert_frame_equal(fresh, after)
+
+
+def test_baselines_scored_for_some_cases_are_the_whole_stages_rows_of_those_cases(store_copy, tiny_model_path):
+    """A recomputation of a sample scores its cases only (``SCORED_IDS``; scoring every random map
+    was the baselines check's cost): every other case's random map is drawn all the same, so each
+    scored case gets the random map the whole stage gave it."""
+    from cxrxai.pipeline.scoring import SCORED_IDS, baseline_stage
+
+    _, whole = _state(store_copy)
+    whole = whole[whole.source == "baseline"].reset_index(drop=True)
+    cases = sorted(set(whole.image_id))
+    some = set(cases[1::2])  # never the first case: its random map is the stream's first draw
+    assert len(cases) >= 3 and some
+    with write_store(store_copy) as w:
+        w._con.execute("DELETE FROM localization_scores WHERE source = 'baseline'")
+        w._con.execute("DELETE FROM localization WHERE source = 'baseline'")
+        ctx = BuildContext(w, "demo", load(tiny_model_path, device="cpu"), load_images=None,
+                           options={SCORED_IDS: some})
+        baseline_stage(ctx, split="test")
+    _, part = _state(store_copy)
+    part = part[part.source == "baseline"].reset_index(drop=True)
+    assert set(part.image_id) == some
+    pd.testing.assert_frame_equal(part, whole[whole.image_id.isin(some)].reset_index(drop=True))

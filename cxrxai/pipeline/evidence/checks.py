@@ -28,7 +28,7 @@ from ...store import LOCALIZATION_KEY
 from ..maps import MapPlan, cam_stage, map_units, run_units
 from ..predict import predictions_stage, thresholds_stage
 from ..runner import Stage
-from ..scoring import localization_stage
+from ..scoring import SCORED_IDS, localization_stage
 from ..shortcut import ShortcutPlan, shortcut_stage
 from ..stages import get_stage
 from ..trust import TRUST_IG, TrustPlan, _fidelity_rows, _main_setting, _mean_image, trust_stage
@@ -238,12 +238,23 @@ def _shortcut(s: Sampled) -> list[Stage]:
 
 
 def _whole(name: str) -> Callable[[Sampled], list[Stage]]:
-    """The registered stage ``name`` whole: its rows rest on every case (the baselines' average
-    training mask and their one random stream; the second reader and the geometry are cheap)."""
+    """The registered stage ``name`` whole (the second reader and the geometry are cheap)."""
     return lambda s: [_registered(name)]
 
 
-_BASELINES, _READER = _whole("baselines"), _whole("second reader")
+def _baselines(s: Sampled) -> list[Stage]:
+    """The baselines stage over every case, scoring the sampled cases only: its rows rest on every
+    case (the average training mask, the one random stream drawn in the cases' order), but scoring
+    each case's two maps is the stage's cost (every random map's contours filled one by one)."""
+    stage = _registered("baselines")
+
+    def run(ctx) -> dict:
+        return stage.run(replace(ctx, options={**ctx.options, SCORED_IDS: set(_images(s))}))
+
+    return [Stage(stage.name, run)]
+
+
+_BASELINES, _READER = _baselines, _whole("second reader")
 _LOC = ("predictions", "thresholds")
 _SCORES = (*LOCALIZATION_KEY, "metric")
 CHECKS = {
