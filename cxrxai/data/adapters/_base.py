@@ -340,7 +340,16 @@ def with_sources(images: pd.DataFrame, sources: dict[str, object]) -> pd.DataFra
 
 
 def with_age_bins(images: pd.DataFrame) -> pd.DataFrame:
-    images["age_bin"] = images["age"].map(lambda a: age_bin(a) if pd.notna(a) else None)
+    """``age_bin`` of each image's age (:func:`~cxrxai.labels.age_bin`; None where the age is missing),
+    each distinct age binned once (a full CheXpert list holds 223,414 rows and 90-odd ages).
+
+    >>> with_age_bins(pd.DataFrame({"age": [19.0, None, 80.0, 19.0]})).age_bin.tolist()
+    ['0-20', None, '80+', '0-20']
+    """
+    ages = images["age"]
+    known = ages.notna()
+    bins = {a: age_bin(a) for a in pd.unique(ages[known])}
+    images["age_bin"] = ages.map(bins).astype(object).where(known, None)
     return images
 
 

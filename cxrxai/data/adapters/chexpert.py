@@ -134,7 +134,7 @@ def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncerta
         "age": _ages(df, problems, ids) if "Age" in df else np.nan,
         "view": view, "split": df["_split"], "width": np.nan, "height": np.nan,
     })
-    files = "csv:" + df["_file"].map(lambda f: Path(f).name)  # one CSV of ``files`` per row
+    files = "csv:" + df["_file"].map({f: Path(f).name for f in df["_file"].unique()})  # each row's CSV
     with_sources(images, dict.fromkeys(("sex", "age", "view"), files))
     values = chexpert_values(df[labels], uncertain)
     annotations = pd.DataFrame()
