@@ -280,7 +280,8 @@ def baseline_stage(ctx, *, split: str = "test", train_split: str = "train", seed
             **({"no_training_masks": without} if without else {})}
 
 
-def _baseline_rows(mid: str, scored: list[str], truths: dict, sizes: dict, averages: dict, rng, only) -> list[dict]:
+def _baseline_rows(mid: str, scored: list[str], truths: dict, sizes: dict, averages: dict, rng,
+                   only: set | None) -> list[dict]:
     """The baseline rows of every reference mask of the ``scored`` cases, each case's random map drawn
     from the one stream in their order; ``only`` (a set of image ids, or None): the cases whose rows
     are scored, the others' random maps drawn all the same, so that each scored map is the build's."""
@@ -293,8 +294,9 @@ def _baseline_rows(mid: str, scored: list[str], truths: dict, sizes: dict, avera
             if only is not None and img not in only:
                 continue
             for name, m in (("average_mask", averages[label]), ("random", random_map)):
-                rows.append({"model_id": mid, "image_id": img, "label": label, "source": "baseline", "method": name,
-                             "params_key": params_key({}), "reader": reader, **score_map(m, mask)})
+                rows.append({"model_id": mid, "image_id": img, "label": label, "source": "baseline",
+                             "method": name, "params_key": params_key({}), "reader": reader,
+                             **score_map(m, mask)})
     return rows
 
 
