@@ -217,8 +217,9 @@ def _to_score(index: pd.DataFrame, done: pd.DataFrame, preds: pd.DataFrame) -> t
     return index, sum(k in redo for k in zip(index.image_id, index.label, index.method, index.params_key))
 
 
-#: The option that names the cases whose baselines are scored (a recomputation's sample): the random
-#: stream is drawn over every case all the same, so each scored case gets the build's random map.
+#: The option that names the cases whose baselines and second readers are scored (a recomputation's
+#: sample); the baselines' random stream is drawn over every case all the same, so each scored case
+#: gets the build's random map.
 SCORED_IDS = "scored_ids"
 
 #: Side of the common grid on which training masks of different sizes are averaged.
@@ -320,7 +321,7 @@ def reader_stage(ctx) -> dict:
     """Score every second reader against the reference ("gt") as Saporta's human benchmark:
     IoU of the reader's mask, and hit = any of the reader's points inside the reference mask.
     Rows go to the localization table with source ``reader`` and the reader's name as method;
-    each image at its own size."""
+    each image at its own size (the :data:`SCORED_IDS` option: these images only)."""
     mid = ctx.model.spec.name
     ids = set(ctx.writer.images(dataset=ctx.dataset).image_id)
     ann = ctx.writer.annotations()
@@ -328,6 +329,8 @@ def reader_stage(ctx) -> dict:
     others = sorted(set(ann.reader) - {REFERENCE, SHORTCUT_READER})
     if not others or not ctx.writer.table("localization", model_id=mid, source="reader").empty:
         return {"readers": others, "skipped": bool(others)}
+    if ctx.options.get(SCORED_IDS) is not None:
+        ann = ann[ann.image_id.isin(ctx.options[SCORED_IDS])]
     truths, sizes, problems = truth_by_case(ctx.writer, ann.image_id.unique(), stage="second reader")
     _put_problems(ctx, problems)
     ann = ann[ann.image_id.isin(set(truths))]

@@ -238,23 +238,27 @@ def _shortcut(s: Sampled) -> list[Stage]:
 
 
 def _whole(name: str) -> Callable[[Sampled], list[Stage]]:
-    """The registered stage ``name`` whole (the second reader and the geometry are cheap)."""
+    """The registered stage ``name`` whole (the geometry: cheap)."""
     return lambda s: [_registered(name)]
 
 
-def _baselines(s: Sampled) -> list[Stage]:
-    """The baselines stage over every case, scoring the sampled cases only: its rows rest on every
-    case (the average training mask, the one random stream drawn in the cases' order), but scoring
-    each case's two maps is the stage's cost (every random map's contours filled one by one)."""
-    stage = _registered("baselines")
+def _scored_sample(name: str) -> Callable[[Sampled], list[Stage]]:
+    """The registered scoring stage ``name`` (the baselines, the second reader) scoring the sampled
+    cases only (:data:`~cxrxai.pipeline.scoring.SCORED_IDS`): the baselines' rows rest on every case
+    (the average training mask, the one random stream drawn in the cases' order), but scoring every
+    case was the check's cost (each random map's contours filled one by one)."""
+    def stages(s: Sampled) -> list[Stage]:
+        stage = _registered(name)
 
-    def run(ctx) -> dict:
-        return stage.run(replace(ctx, options={**ctx.options, SCORED_IDS: set(_images(s))}))
+        def run(ctx) -> dict:
+            return stage.run(replace(ctx, options={**ctx.options, SCORED_IDS: set(_images(s))}))
 
-    return [Stage(stage.name, run)]
+        return [Stage(stage.name, run)]
+
+    return stages
 
 
-_BASELINES, _READER = _baselines, _whole("second reader")
+_BASELINES, _READER = _scored_sample("baselines"), _scored_sample("second reader")
 _LOC = ("predictions", "thresholds")
 _SCORES = (*LOCALIZATION_KEY, "metric")
 CHECKS = {
