@@ -100,12 +100,6 @@ def _run_unit(model_key: str, model_ref, images: RowLoader, unit: dict) -> dict:
             "module": cxrxai.__file__, "pixels_from": images.source()}
 
 
-def _where() -> str:
-    import cxrxai
-
-    return cxrxai.__file__
-
-
 def _write_part(part: Path, data: bytes) -> None:
     tmp = part.with_name(f"{part.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
@@ -209,7 +203,9 @@ class RayEngine:
         ray = self.start()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        probe = ray.remote(num_cpus=0)(_where)
+        from .ray_probe import where
+
+        probe = ray.remote(num_cpus=0)(where)
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
                 for n in nodes]
