@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "Cancelled",
     "CxrxaiError",
     "DataError",
     "EvidenceSnapshotError",
@@ -50,6 +51,10 @@ class EvidenceSnapshotError(StoreError):
 
 class ExplainerError(CxrxaiError, ValueError):
     """An explainer was asked for something impossible (unknown method, bad window...)."""
+
+
+class Cancelled(ExplainerError):
+    """Raised when a caller's ``cancel()`` returned True mid-computation (a live map, a build)."""
 
 
 class MetricError(CxrxaiError, ValueError):

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 CHECK = """
 import sys, importlib, pkgutil, warnings
@@ -38,7 +39,7 @@ heavy = sorted(m for m in ("torch", "torchvision", "captum", "sklearn", "statsmo
 print(heavy)
 from cxrxai.pipeline import build_demo, stage_names  # the package's names still import at first use
 assert build_demo.__module__ == "cxrxai.pipeline.demo"
-print("torchvision" in sys.modules, "predictions" in stage_names())
+print("torch" in sys.modules, "predictions" in stage_names())
 """
 
 
@@ -51,3 +52,30 @@ def test_the_build_supervisor_imports_without_the_models():
     out = subprocess.run([sys.executable, "-c", LIGHT], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["[]", "True True"]
+
+
+REGISTRY = """
+import sys
+from types import SimpleNamespace
+import numpy as np
+import cxrxai.explain as explain, cxrxai.live, pages._common, pages._viewer
+for name in explain.method_names():
+    method = explain.get(name)
+    setting = explain.Setting.stored(name, method.stored_defaults)
+    assert setting.key and method.controls is not None and method.run is not None
+grid = explain.OcclusionGrid(np.zeros((2, 2), np.float32), 2, 2, 4, 4)
+assert explain.native_map(SimpleNamespace(kind="cam", values=grid.scores, params={})) is grid.scores
+print(sorted(m for m in ("torch", "torchvision", "captum") if m in sys.modules))
+print(repr(explain.get("gradcam").run))
+"""
+
+
+def test_the_registry_the_live_worker_and_the_pages_import_no_torch():
+    """Reading the explainer registry (every method's parameters and settings), a stored map at its
+    native size, the live worker and the pages' shared modules load no torch, torchvision or Captum
+    (~3 s of CPU per process: the app's server, a command's start): each built-in method's
+    computation is named by ``deferred`` and imported when a map is computed."""
+    out = subprocess.run([sys.executable, "-c", REGISTRY], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "deferred('cxrxai.explain.cam', 'gradcam_run')"]

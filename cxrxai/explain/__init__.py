@@ -15,18 +15,22 @@ Common parameters: ``output`` — explain the ``"logit"`` (default; the spec's
 ``"probability"``; ``reduce`` — channel reduction of input-space methods (``"sum"``,
 ``"abs_sum"``, ``"mean"``, ``"max_abs"``); ``baseline`` — ``"black"`` (grey level 0, the
 papers'), ``"white"``, ``"zero"`` or a tensor such as :func:`mean_image`.
+
+Importing this package and reading its registry (names, parameters, settings, stored maps at their
+native size) loads no torch or Captum: a method's computation loads when a map is computed, and the
+occlusion engine's functions when first named (``cxrxai.explain.occlusion_grid``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .. import postprocess
-from ..errors import ExplainerError
-from ..models.registry import LoadedModel
+from ..errors import Cancelled, ExplainerError
 from ..models.spec import preprocess
 
 # isort: off
@@ -35,18 +39,24 @@ from . import gradcam, gradcampp, saliency, smoothgrad, ig, gradientshap  # noqa
 from . import guided_backprop, guided_gradcam, occlusion_method, xrai  # noqa: F401
 
 # isort: on
-from ._common import as_module, check_image, check_target, n_outputs
-from .native import native_map
-from .occlusion import (
-    Cancelled,
-    OcclusionGrid,
-    occlusion_grid,
-    occlusion_grids,
-    occlusion_progressive,
-    rebuild_map,
-)
-from .registry import METHODS, Method, Param, explainer, get, method_names, register, unregister
+from .native import OcclusionGrid, native_map
+from .registry import METHODS, Method, Param, deferred, explainer, get, method_names, register, unregister
 from .settings import Setting, setting_names
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..models.registry import LoadedModel
+    from .occlusion import occlusion_grid, occlusion_grids, occlusion_progressive, rebuild_map
+
+#: The occlusion engine's names this package offers, imported (with torch) when first asked for.
+_OCCLUSION = ("occlusion_grid", "occlusion_grids", "occlusion_progressive", "rebuild_map")
+
+
+def __getattr__(name: str):
+    if name in _OCCLUSION:
+        return getattr(importlib.import_module(".occlusion", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "METHODS",
@@ -56,6 +66,7 @@ __all__ = [
     "Param",
     "Setting",
     "average_mask",
+    "deferred",
     "explain",
     "explain_batch",
     "explain_ensemble",
@@ -78,6 +89,10 @@ __all__ = [
 
 def explain_batch(model, images: torch.Tensor, targets, method: str, **params) -> np.ndarray:
     """Maps for a batch: ``targets`` is one index for all images or one per image → (N, h, w)."""
+    import torch
+
+    from ._common import as_module, check_image, check_target, n_outputs
+
     module, spec = as_module(model)
     setting, runtime = Setting.split(method, params, spec=spec)
     images = check_image(images)
@@ -92,6 +107,8 @@ def explain_batch(model, images: torch.Tensor, targets, method: str, **params) -
 
 def explain(model, image: torch.Tensor, target: int, method: str, **params) -> np.ndarray:
     """The raw 2-D map of one image (see the module docstring)."""
+    from ._common import check_image
+
     image = check_image(image)
     if image.shape[0] != 1:
         raise ExplainerError(

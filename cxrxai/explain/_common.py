@@ -14,6 +14,7 @@ import torch
 from ..errors import ExplainerError, UnknownNameError, shown
 from ..models.registry import LoadedModel
 from ..models.spec import OUTPUTS, ModelSpec
+from .params import BASELINES, CHANNEL_REDUCTIONS
 
 __all__ = [
     "BASELINES",
@@ -31,8 +32,6 @@ __all__ = [
     "score_fn",
 ]
 
-BASELINES = ("black", "zero", "white", "mean")
-CHANNEL_REDUCTIONS = ("sum", "abs_sum", "mean", "max_abs")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,11 @@ __all__ = [
     "cam_run",
     "closed_form_layer",
     "gradcam",
+    "gradcam_all_labels",
     "gradcam_pp",
+    "gradcam_pp_all_labels",
+    "gradcam_pp_run",
+    "gradcam_run",
     "linear_head_cams",
 ]
 
@@ -190,3 +194,8 @@ def cam_all_labels(which: int):
         return memo["linear_head_cams"][which]
 
     return all_labels
+
+
+#: The computations :mod:`.gradcam` and :mod:`.gradcampp` register (by name: :func:`~.registry.deferred`).
+gradcam_run, gradcam_all_labels = cam_run(gradcam), cam_all_labels(1)
+gradcam_pp_run, gradcam_pp_all_labels = cam_run(gradcam_pp), cam_all_labels(2)

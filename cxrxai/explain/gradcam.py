@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .cam import cam_all_labels, cam_run, gradcam
 from .params import LAYER, OUTPUT, RELU
-from .registry import explainer
+from .registry import deferred, explainer
 
 __all__ = ["run"]
 
@@ -15,5 +14,5 @@ run = explainer(
     "Selvaraju et al., Grad-CAM, ICCV 2017, doi:10.1109/ICCV.2017.74",
     label="Grad-CAM",
     layer=True,
-    all_labels=cam_all_labels(1),
-)(cam_run(gradcam))
+    all_labels=deferred("cxrxai.explain.cam", "gradcam_all_labels"),
+)(deferred("cxrxai.explain.cam", "gradcam_run"))

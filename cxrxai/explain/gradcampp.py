@@ -3,9 +3,8 @@ second-order weights."""
 
 from __future__ import annotations
 
-from .cam import cam_all_labels, cam_run, gradcam_pp
 from .params import LAYER, OUTPUT, RELU
-from .registry import explainer
+from .registry import deferred, explainer
 
 __all__ = ["run"]
 
@@ -16,5 +15,5 @@ run = explainer(
     "Chattopadhay et al., Grad-CAM++, WACV 2018 (eq. 19), doi:10.1109/WACV.2018.00097",
     label="Grad-CAM++",
     layer=True,
-    all_labels=cam_all_labels(2),
-)(cam_run(gradcam_pp))
+    all_labels=deferred("cxrxai.explain.cam", "gradcam_pp_all_labels"),
+)(deferred("cxrxai.explain.cam", "gradcam_pp_run"))

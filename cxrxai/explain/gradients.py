@@ -35,20 +35,26 @@ from captum.attr import (
 )
 
 from ..errors import ExplainerError, UnknownNameError
-from ._common import baseline_tensor, isolated_rng, no_inplace_copy, reduce_channels, score_fn
+from ._common import baseline_tensor, isolated_rng, layer_of, no_inplace_copy, reduce_channels, score_fn
 from .cam import gradcam
+from .params import NT_TYPES
 
 __all__ = [
     "gradientshap",
+    "gradientshap_run",
     "guided_backprop",
+    "guided_backprop_run",
     "guided_gradcam",
+    "guided_gradcam_run",
+    "ig_run",
     "integrated_gradients",
     "pixel_run",
     "saliency",
+    "saliency_run",
     "smoothgrad",
+    "smoothgrad_run",
 ]
 
-NT_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")
 
 
 def _prep(images: torch.Tensor) -> torch.Tensor:
@@ -191,3 +197,19 @@ def pixel_run(fn, *, needs_baseline: bool = False):
         return reduce_channels(fn(module, images, targets, *args, **kw), reduce)
 
     return run
+
+
+#: The computations the pixel methods' modules register (by name: :func:`~.registry.deferred`).
+saliency_run = pixel_run(saliency)
+smoothgrad_run = pixel_run(smoothgrad)
+ig_run = pixel_run(integrated_gradients, needs_baseline=True)
+gradientshap_run = pixel_run(gradientshap, needs_baseline=True)
+guided_backprop_run = pixel_run(guided_backprop)
+
+
+def guided_gradcam_run(module, spec, images, targets, *, layer=None, output="logit", reduce="sum"):
+    """Guided Grad-CAM as :mod:`.guided_gradcam` registers it: the CAM layer resolved from the
+    parameter or the model card, channels reduced."""
+    resolved = layer_of(module, layer, spec)
+    name = next(n for n, m in module.named_modules() if m is resolved)
+    return reduce_channels(guided_gradcam(module, name, images, targets, output=output), reduce)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .gradients import gradientshap, pixel_run
 from .params import BASELINE, OUTPUT, REDUCE, SEED
-from .registry import Param, explainer
+from .registry import Param, deferred, explainer
 
 __all__ = ["run"]
 
@@ -28,4 +27,4 @@ run = explainer(
     stochastic=True,
     cost="costly",
     plan_per_label=4,
-)(pixel_run(gradientshap, needs_baseline=True))
+)(deferred("cxrxai.explain.gradients", "gradientshap_run"))

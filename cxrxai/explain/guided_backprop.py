@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .gradients import guided_backprop, pixel_run
 from .params import OUTPUT, REDUCE
-from .registry import explainer
+from .registry import deferred, explainer
 
 __all__ = ["run"]
 
@@ -15,4 +14,4 @@ run = explainer(
     "Springenberg et al., Striving for Simplicity, ICLR workshop 2015, arXiv:1412.6806",
     label="Guided backprop",
     cost="costly",
-)(pixel_run(guided_backprop))
+)(deferred("cxrxai.explain.gradients", "guided_backprop_run"))

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from ._common import layer_of, reduce_channels
-from .gradients import guided_gradcam
 from .params import LAYER, OUTPUT, REDUCE
-from .registry import explainer
+from .registry import deferred, explainer
 
 __all__ = ["run"]
 
-
-@explainer(
+run = explainer(
     "guided_gradcam",
     "pixel",
     (LAYER, OUTPUT, REDUCE),
@@ -18,8 +15,4 @@ __all__ = ["run"]
     label="Guided Grad-CAM",
     layer=True,
     cost="costly",
-)
-def run(module, spec, images, targets, *, layer=None, output="logit", reduce="sum"):
-    resolved = layer_of(module, layer, spec)
-    name = next(n for n, m in module.named_modules() if m is resolved)
-    return reduce_channels(guided_gradcam(module, name, images, targets, output=output), reduce)
+)(deferred("cxrxai.explain.gradients", "guided_gradcam_run"))

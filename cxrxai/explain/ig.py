@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .gradients import integrated_gradients, pixel_run
 from .params import BASELINE, INTERNAL_BATCH, NOISE, OUTPUT, REDUCE, SEED, STEPS, batches
-from .registry import Param, explainer
+from .registry import Param, deferred, explainer
 
 __all__ = ["INTEGRATIONS", "run"]
 
@@ -30,4 +29,4 @@ run = explainer(
     plan_per_label=1,
     passes=lambda p: batches(p) * max(1, p["nt_samples"]),
     unit="integration batches",
-)(pixel_run(integrated_gradients, needs_baseline=True))
+)(deferred("cxrxai.explain.gradients", "ig_run"))

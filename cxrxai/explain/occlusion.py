@@ -31,15 +31,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import ExplainerError, UnknownNameError, shown
+from ..errors import Cancelled, ExplainerError, UnknownNameError, shown
 from . import _incremental
 from ._common import score_fn
+from .native import OcclusionGrid
+from .params import ENGINES, PARTIAL, PRECISIONS
 
 __all__ = [
     "ENGINES",
@@ -57,39 +58,6 @@ __all__ = [
     "window_batches",
     "window_starts",
 ]
-
-PRECISIONS = ("fp32", "bf16", "fp16")
-#: "batched" re-runs the whole network per occluded copy; "incremental" recomputes only the
-#: changed regions of DenseNet's first blocks (exact; CPU fp32 only); "auto" picks.
-ENGINES = ("auto", "batched", "incremental")
-
-
-class Cancelled(ExplainerError):
-    """Raised when a caller's ``cancel()`` returned True mid-computation."""
-
-
-@dataclass(frozen=True)
-class OcclusionGrid:
-    """Window scores plus the geometry that rebuilds Captum's per-pixel map exactly."""
-
-    scores: np.ndarray  # (rows, cols) float32: S(x) − S(x occluded at window (r, c))
-    patch: int
-    stride: int
-    height: int
-    width: int
-    baseline: str = "black"
-    output: str = "logit"
-    seconds: float = 0.0
-
-    def to_map(self) -> np.ndarray:
-        """(height, width) map: per pixel, the mean score of the windows covering it."""
-        return rebuild_map(self.scores, self.patch, self.stride, self.height, self.width)
-
-    def params(self) -> dict:
-        d = asdict(self)
-        for k in ("scores", "seconds"):
-            d.pop(k)
-        return d
 
 
 def grid_shape(height: int, width: int, patch: int, stride: int) -> tuple[int, int]:
@@ -296,8 +264,6 @@ def _autocast(device: torch.device, precision: str):
 
 #: Seconds of computing between two partial maps of a pass (a live viewer redraws about this often).
 PAINT_EVERY_S = 1.0
-#: The stage of a partial map yielded while a pass computes (not a pass's end).
-PARTIAL = "partial"
 
 
 def occlusion_progressive(module, image, target, baseline, *, patch: int = 32, stride: int = 16,

@@ -1,13 +1,10 @@
 """Occlusion (Zeiler & Fergus 2014) as a registered explainer: its parameters, its stored window
-grid and its progressive (coarse, then fine) live runner over the engines of :mod:`.occlusion`."""
+grid and its progressive (coarse, then fine) live runner over the engines of :mod:`.occlusion`
+(imported when a map is computed: reading the registry loads no torch)."""
 
 from __future__ import annotations
 
-import torch
-
-from ._common import BASELINES, baseline_tensor
-from .occlusion import ENGINES, PRECISIONS, occlusion_grid, occlusion_grids, occlusion_progressive
-from .params import OUTPUT
+from .params import BASELINES, ENGINES, OUTPUT, PRECISIONS
 from .registry import Param, explainer
 
 __all__ = ["PARAMS", "run"]
@@ -34,6 +31,8 @@ PARAMS = (
 def _kwargs(x, spec, params: dict) -> dict:
     """The engines' arguments from a setting's call arguments (every parameter given: see
     :meth:`~cxrxai.explain.settings.Setting.kwargs`)."""
+    from ._common import baseline_tensor
+
     baseline = params["baseline"]
     return dict(
         baseline=baseline_tensor(baseline, x, spec),
@@ -52,11 +51,15 @@ def _kwargs(x, spec, params: dict) -> dict:
 def _store(model, x, targets, params):
     """The window-score grids of ``targets`` (rebuilt per pixel exactly by
     :func:`~cxrxai.explain.native_map`), all from the same occluded passes."""
+    from .occlusion import occlusion_grids
+
     grids = occlusion_grids(model.module, x, targets, **_kwargs(x, model.spec, params))
     return [(grid.scores, "occlusion_grid") for grid in grids]
 
 
 def _progressive(model, x, target, params, progress, cancel):
+    from .occlusion import occlusion_progressive
+
     kw = _kwargs(x, model.spec, {**params, "progress": progress, "cancel": cancel})
     patch, stride, base = kw.pop("patch"), kw.pop("stride"), kw.pop("baseline")
     yield from occlusion_progressive(model.module, x, target, base, patch=patch, stride=stride,
@@ -77,6 +80,10 @@ def _progressive(model, x, target, params, progress, cancel):
     progressive=_progressive,
 )
 def run(module, spec, images, targets, **params):
+    import torch
+
+    from .occlusion import occlusion_grid
+
     maps = []
     for i in range(images.shape[0]):
         img = images[i:i + 1]

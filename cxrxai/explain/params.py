@@ -1,14 +1,19 @@
-"""Parameters several explainers share, declared once (each method module adds its own)."""
+"""Parameters and choices several explainers share, declared once (each method module adds its
+own). No torch here: the registry is read (the CLI's help, the app's pages) without the computations."""
 
 from __future__ import annotations
 
 from ..models.spec import OUTPUTS
-from ._common import BASELINES, CHANNEL_REDUCTIONS
-from .gradients import NT_TYPES
 from .registry import Param
 
 __all__ = [
     "BASELINE",
+    "BASELINES",
+    "CHANNEL_REDUCTIONS",
+    "ENGINES",
+    "NT_TYPES",
+    "PARTIAL",
+    "PRECISIONS",
     "INTERNAL_BATCH",
     "LAYER",
     "NOISE",
@@ -19,6 +24,17 @@ __all__ = [
     "STEPS",
     "batches",
 ]
+
+BASELINES = ("black", "zero", "white", "mean")
+CHANNEL_REDUCTIONS = ("sum", "abs_sum", "mean", "max_abs")
+NT_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")
+#: Occlusion's autocast precisions (bf16/fp16 approximate).
+PRECISIONS = ("fp32", "bf16", "fp16")
+#: "batched" re-runs the whole network per occluded copy; "incremental" recomputes only the
+#: changed regions of DenseNet's first blocks (exact; CPU fp32 only); "auto" picks.
+ENGINES = ("auto", "batched", "incremental")
+#: The stage of a partial map yielded while a pass computes (not a pass's end).
+PARTIAL = "partial"
 
 OUTPUT = Param(
     "output", "logit", str, "explain the logit (the papers) or the sigmoid probability", choices=OUTPUTS

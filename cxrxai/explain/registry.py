@@ -7,7 +7,10 @@ parameter and the live worker streams partial maps of methods that have a ``prog
 
 Adding an explainer is its module (a function ``run(module, spec, images, targets, **params) ->
 (N, h, w) tensor`` registered where it is defined, with :func:`explainer`) plus the line importing
-it in :mod:`cxrxai.explain`; see "Add an explainer" in the README. What a setting of an explainer
+it in :mod:`cxrxai.explain`; see "Add an explainer" in the README. The built-in methods' modules
+declare what a method is without importing torch or Captum: their computations are named by
+:func:`deferred` and load when a map is computed, so reading the registry (the CLI's help, the
+app's pages) costs no model code. What a setting of an explainer
 is (its resolved parameters, key, stored JSON, call arguments, name) is
 :class:`~cxrxai.explain.settings.Setting`.
 
@@ -23,6 +26,7 @@ cxrxai.errors.ExplainerError: toy: gain=20.0 is outside [0, 10]
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +39,7 @@ __all__ = [
     "METHODS",
     "Method",
     "Param",
+    "deferred",
     "explainer",
     "get",
     "method_names",
@@ -180,6 +185,28 @@ class Method:
                 f"{self.name} has no parameter(s) {sorted(unknown)}; allowed: {sorted(self.defaults)}"
             )
         return {k: self.param(k).check(v, self.name) for k, v in params.items()}
+
+
+class deferred:  # noqa: N801 — used as a function: deferred("cxrxai.explain.cam", "gradcam_run")
+    """The callable ``name`` of ``module``, imported at its first call: a built-in method's
+    computation (torch, Captum) is loaded when a map is computed, not when the registry is read.
+
+    >>> join = deferred("os.path", "join")
+    >>> join("a", "b"), join
+    ('a/b', deferred('os.path', 'join'))
+    """
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+        self._target: Callable | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self._target is None:
+            self._target = getattr(importlib.import_module(self.module), self.name)
+        return self._target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"deferred({self.module!r}, {self.name!r})"
 
 
 METHODS: dict[str, Method] = {}

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .gradients import pixel_run, saliency
 from .params import OUTPUT, REDUCE
-from .registry import explainer
+from .registry import deferred, explainer
 
 __all__ = ["run"]
 
@@ -15,4 +14,4 @@ run = explainer(
     "Simonyan et al., Deep Inside Convolutional Networks, ICLR workshop 2014, arXiv:1312.6034",
     label="Saliency",
     cost="costly",
-)(pixel_run(saliency))
+)(deferred("cxrxai.explain.gradients", "saliency_run"))

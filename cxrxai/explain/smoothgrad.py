@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .gradients import pixel_run, smoothgrad
 from .params import NOISE, OUTPUT, REDUCE, SEED
-from .registry import Param, explainer
+from .registry import Param, deferred, explainer
 
 __all__ = ["run"]
 
@@ -26,4 +25,4 @@ run = explainer(
     label="SmoothGrad",
     stochastic=True,
     cost="costly",
-)(pixel_run(smoothgrad))
+)(deferred("cxrxai.explain.gradients", "smoothgrad_run"))

@@ -18,17 +18,16 @@ a second.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-import torch
-from skimage.morphology import dilation, disk
-from skimage.segmentation import felzenszwalb
 
 from ..errors import ExplainerError
-from ._common import baseline_tensor
-from .gradients import integrated_gradients
 from .params import INTERNAL_BATCH, OUTPUT, STEPS, batches
 from .registry import Param, explainer
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["DEFAULT_SCALES", "run", "xrai_map", "xrai_segments"]
 
@@ -44,6 +43,9 @@ def xrai_segments(
     dilation_radius: int = 5,
 ) -> list[np.ndarray]:
     """Dilated Felzenszwalb segments of a (H, W) grey image in [0, 1], over all scales."""
+    from skimage.morphology import dilation, disk
+    from skimage.segmentation import felzenszwalb
+
     img = np.asarray(image, np.float64)
     if img.ndim != 2:
         raise ExplainerError(f"XRAI segments a 2-D grey image, got shape {img.shape}")
@@ -61,6 +63,8 @@ def xrai_segments(
 
 def xrai_map(attribution: np.ndarray, segments: list[np.ndarray]) -> np.ndarray:
     """Greedy region ranking of ``attribution`` (H, W) over candidate ``segments`` (bool masks)."""
+    import scipy.sparse as sp
+
     attr = np.asarray(attribution, np.float64)
     if not segments:
         raise ExplainerError("XRAI needs at least one segment")
@@ -125,6 +129,11 @@ def run(module, spec, images, targets, *, steps, output, internal_batch_size, sc
         dilation_radius):
     """Per image: IG over a black and a white baseline, averaged and summed over channels, ranked
     over the image's segments (:func:`xrai_map`)."""
+    import torch
+
+    from ._common import baseline_tensor
+    from .gradients import integrated_gradients
+
     out = []
     for i in range(images.shape[0]):
         img, tgt = images[i:i + 1], targets[i:i + 1]

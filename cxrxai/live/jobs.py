@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..explain import Cancelled, Setting, explain
-from ..explain.occlusion import PARTIAL
+from ..explain.params import PARTIAL
 from ..models.spec import ModelSpec
 from .windows import known_windows
 

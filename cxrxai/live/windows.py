@@ -14,10 +14,12 @@ import collections
 import hashlib
 import threading
 import weakref
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..store import params_key
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["KEEP", "known_windows"]
 

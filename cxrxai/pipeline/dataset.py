@@ -17,10 +17,9 @@ from ..models.registry import LoadedModel
 from ..paths import absolute
 from ..store import write_store
 from .maps import MapPlan, planned
-from .plan import BuildPlan
+from .plan import BuildPlan, FidelityPlan, TrustPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
 from .stages import analysis_stages
-from .trust import FidelityPlan, TrustPlan
 
 __all__ = ["DATASET_STAGES", "build_dataset", "dataset_plan", "dataset_stages", "label_problems",
            "refuse_another_root"]

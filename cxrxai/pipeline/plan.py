@@ -11,9 +11,35 @@ from dataclasses import dataclass, field, replace
 from .maps import MapPlan
 from .runner import Stage
 from .stages import resolve, validate
-from .trust import FidelityPlan, TrustPlan
 
-__all__ = ["BuildPlan"]
+__all__ = ["TRUST_IG", "BuildPlan", "FidelityPlan", "TrustPlan"]
+
+#: Integrated Gradients as Arun et al. test it; it triples the demo's trust stage on a CPU, so only
+#: the full build (``cxrxai demo --full``) adds it to the default methods.
+TRUST_IG = ("ig", (("steps", 16), ("reduce", "abs_sum")))
+
+
+@dataclass(frozen=True)
+class TrustPlan:
+    images: int = 6
+    methods: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = (
+        ("gradcam", ()),
+        ("saliency", (("reduce", "abs_sum"),)),
+        ("guided_backprop", (("reduce", "abs_sum"),)),
+    )
+    data_ranges: tuple[float, ...] = (1.0, 2.0)
+    pairs: int = 50
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class FidelityPlan:
+    cases: int = 2
+    methods: tuple[str, ...] = ("gradcam",)
+    region: int = 32
+    iterations: int = 200
+    subset: int = 1024
+    seed: int = 0
 
 
 @dataclass(frozen=True)

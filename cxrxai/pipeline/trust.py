@@ -10,8 +10,6 @@ Trust maps follow Arun et al.'s greyscale: input-resolution map (CAMs upsampled 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import torch
@@ -26,6 +24,7 @@ from ..models.spec import preprocess
 from ..postprocess import positive, upsample
 from ..store import main_rows
 from .maps import available, default_settings, positive_pairs
+from .plan import TRUST_IG, FidelityPlan, TrustPlan
 from .stages import stage
 
 __all__ = [
@@ -37,34 +36,6 @@ __all__ = [
     "trust_map",
     "trust_stage",
 ]
-
-#: Integrated Gradients as Arun et al. test it; it triples the demo's trust stage on a CPU, so only
-#: the full build (``cxrxai demo --full``) adds it to the default methods.
-TRUST_IG = ("ig", (("steps", 16), ("reduce", "abs_sum")))
-
-
-@dataclass(frozen=True)
-class TrustPlan:
-    images: int = 6
-    methods: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = (
-        ("gradcam", ()),
-        ("saliency", (("reduce", "abs_sum"),)),
-        ("guided_backprop", (("reduce", "abs_sum"),)),
-    )
-    data_ranges: tuple[float, ...] = (1.0, 2.0)
-    pairs: int = 50
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class FidelityPlan:
-    cases: int = 2
-    methods: tuple[str, ...] = ("gradcam",)
-    region: int = 32
-    iterations: int = 200
-    subset: int = 1024
-    seed: int = 0
-
 
 def _split(ctx) -> str | None:
     """The split a build evaluates (``ctx.options["split"]``; the demo's test split by default)."""

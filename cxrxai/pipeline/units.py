@@ -7,15 +7,17 @@ into the method's arguments."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ..errors import UnknownNameError
 from ..explain import Setting, explain_batch
-from ..models.inference import predict_logits
 from ..models.spec import preprocess
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["compute_unit", "map_units", "store_values", "unit_image_ids", "unit_size"]
 
@@ -52,6 +54,8 @@ def compute_unit(model, load_images, unit: dict) -> tuple[list[dict], dict]:
     if unit["kind"] == "map":
         return _map_unit(model, load_images, unit)
     if unit["kind"] == "predictions":
+        from ..models.inference import predict_logits  # torch: loaded to compute, not to plan
+
         logits = predict_logits(model, load_images(list(unit["ids"])))
         return [{"image_id": i, "logits": row} for i, row in zip(unit["ids"], logits)], {}
     raise UnknownNameError("unit kind", unit["kind"], ("cams", "map", "predictions"))

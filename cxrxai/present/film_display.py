@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from captum.attr._utils.visualization import _cumulative_sum_threshold
 
 from ..errors import DataError, UnknownNameError
 from ..postprocess import minmax, positive, upsample
@@ -89,6 +88,8 @@ def display_heat(
         else:
             heat, scale = minmax(up), (lo, hi)
     elif mode == "captum":
+        from captum.attr._utils.visualization import _cumulative_sum_threshold  # Captum: this mode only
+
         up = upsample(positive(m), size)
         top = float(_cumulative_sum_threshold(up, 100 - CAPTUM_OUTLIER_PERCENT)) if up.max() > 0 else 0.0
         heat, scale = (np.clip(up / top, 0, 1) if top > 0 else np.zeros_like(up)), (0.0, top)
