@@ -107,17 +107,29 @@ def choose(page, label: str, option: str, *, tries: int = 3) -> None:
             page.keyboard.press("Escape")
 
 
+#: The slider value a key leads to (the other keys step: their value is not checked).
+_ENDS = {"Home": "aria-valuemin", "End": "aria-valuemax"}
+
+
 def explorer_with(page, app_url: str, explainer: str, keys: dict[str, str] | None = None, *, pause_ms: int = 800):
-    """Open the explorer, choose ``explainer`` and press ``keys`` (slider label → key) on its sliders."""
+    """Open the explorer, choose ``explainer`` and press ``keys`` (slider label → key) on its sliders.
+    A Home or End press is repeated until its slider holds its end: under load a press could land
+    while the previous slider's rerun redrew this one (the stride's range follows the patch), and
+    the map then computed another setting (a cancelled 8/8 map where 8/4 was asked)."""
     page.goto(f"{app_url}/explorer")
     page.get_by_role("heading", name="Image explorer").first.wait_for(timeout=90_000)
     choose(page, "Explainer", explainer)
     for label, key in (keys or {}).items():
         page.get_by_text(label).first.wait_for(timeout=60_000)
         slider = page.locator('[data-testid="stSlider"]').filter(has_text=label).first.get_by_role("slider")
-        slider.focus()
-        slider.press(key)
-        page.wait_for_timeout(pause_ms)
+        for _ in range(5):
+            slider.focus()
+            slider.press(key)
+            page.wait_for_timeout(pause_ms)
+            if key not in _ENDS or slider.get_attribute("aria-valuenow") == slider.get_attribute(_ENDS[key]):
+                break
+        else:
+            raise AssertionError(f"{label}: {key} did not reach the slider's end ({slider.get_attribute('aria-valuenow')})")
 
 
 def _no_error(page) -> None:

@@ -157,7 +157,11 @@ def test_presenter_cancel_keeps_the_partial_map_and_never_recomputes(tiny_full_s
                 break
         notice.wait_for(timeout=30_000)
         caption = page.get_by_text(re.compile(r"Occlusion patch 8 stride 4 .*cancelled \(partial\)")).first
-        caption.wait_for(timeout=30_000)  # drawn in the notice's run, after the map's scores (under load)
+        try:
+            caption.wait_for(timeout=30_000)  # drawn in the notice's run, after the map's scores (under load)
+        except Exception as err:  # noqa: BLE001 — say what the page shows instead (one CI run failed here)
+            shown = page.locator('[data-testid="stCaptionContainer"]').all_inner_texts()
+            raise AssertionError(f"no cancelled 8/4 caption; the page's captions: {shown}") from err
         page.wait_for_timeout(6000)  # longer than the map takes: a restarted job would have finished by now
         _no_error(page)
         page.screenshot(path=str(ARTIFACTS / "scenario-cancelled.png"))
