@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 
-
 def _prep(images: torch.Tensor) -> torch.Tensor:
     if torch.is_inference_mode_enabled():
         raise ExplainerError("gradient explainers cannot run inside torch.inference_mode()")

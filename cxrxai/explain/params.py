@@ -1,5 +1,5 @@
 """Parameters and choices several explainers share, declared once (each method module adds its
-own). No torch here: the registry is read (the CLI's help, the app's pages) without the computations."""
+own). No torch here: the registry is read (the app's pages, the live worker) without the computations."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ __all__ = [
     "BASELINES",
     "CHANNEL_REDUCTIONS",
     "ENGINES",
-    "NT_TYPES",
-    "PARTIAL",
-    "PRECISIONS",
     "INTERNAL_BATCH",
     "LAYER",
     "NOISE",
+    "NT_TYPES",
     "OUTPUT",
+    "PARTIAL",
+    "PRECISIONS",
     "REDUCE",
     "RELU",
     "SEED",

@@ -9,10 +9,9 @@ Adding an explainer is its module (a function ``run(module, spec, images, target
 (N, h, w) tensor`` registered where it is defined, with :func:`explainer`) plus the line importing
 it in :mod:`cxrxai.explain`; see "Add an explainer" in the README. The built-in methods' modules
 declare what a method is without importing torch or Captum: their computations are named by
-:func:`deferred` and load when a map is computed, so reading the registry (the CLI's help, the
-app's pages) costs no model code. What a setting of an explainer
-is (its resolved parameters, key, stored JSON, call arguments, name) is
-:class:`~cxrxai.explain.settings.Setting`.
+:func:`deferred` and load when a map is computed, so reading the registry (the app's pages, the
+live worker) costs no model code. What a setting of an explainer is (its resolved parameters, key,
+stored JSON, call arguments, name) is :class:`~cxrxai.explain.settings.Setting`.
 
 >>> toy = Method("toy", "pixel", (Param("gain", 1.0, float, range=(0, 10)),), "a doc example",
 ...              run=lambda module, spec, images, targets, gain: images.mean(1) * gain)
