@@ -73,7 +73,7 @@ print(repr(explain.get("gradcam").run))
 def test_the_registry_the_live_worker_and_the_pages_import_no_torch():
     """Reading the explainer registry (every method's parameters and settings), a stored map at its
     native size, the live worker and the pages' shared modules load no torch, torchvision or Captum
-    (~3 s of CPU per process: the app's server, a command's start): each built-in method's
+    (~3 s of CPU before a server answers its first page): each built-in method's
     computation is named by ``deferred`` and imported when a map is computed."""
     out = subprocess.run([sys.executable, "-c", REGISTRY], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
