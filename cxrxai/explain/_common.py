@@ -17,8 +17,6 @@ from ..models.spec import OUTPUTS, ModelSpec
 from .params import BASELINES, CHANNEL_REDUCTIONS
 
 __all__ = [
-    "BASELINES",
-    "CHANNEL_REDUCTIONS",
     "Target",
     "as_module",
     "baseline_tensor",
