@@ -163,7 +163,8 @@ def put_cases(writer, tables, images: pd.DataFrame, annotations: pd.DataFrame,
 
 
 def _engine_report(engine) -> dict:
-    """Shut ``engine`` down; what it did (units, parts ingested, workers, nodes, modules)."""
+    """Shut ``engine`` down; what it did (units, parts ingested, workers, nodes, modules) and the Ray
+    it used (``"local"``, the cluster's address, or None where every unit was stored)."""
     engine.shutdown()
     stats = engine.stats
     return {
@@ -174,6 +175,7 @@ def _engine_report(engine) -> dict:
         "nodes": len(stats.get("nodes", ())),
         "modules": sorted(stats.get("modules", ())),
         "pixels_from": sorted(stats.get("pixels_from", ())),
+        "ray": stats.get("ray"),
     }
 
 

@@ -28,8 +28,8 @@ ENGINES = ("local", "ray")
 
 def open_engine(kind: str, store_path: str | Path, *, address: str | None = None,
                 num_cpus: int | None = None):
-    """The started engine of ``kind`` (``None`` for ``local``); a missing Ray or an unreachable
-    ``address`` fails here, before anything is written."""
+    """The engine of ``kind`` (``None`` for ``local``), ready to run: a missing Ray or an unreachable
+    ``address`` fails here, before anything is written (:meth:`~.ray_engine.RayEngine.ready`)."""
     if kind not in ENGINES:
         raise UnknownNameError("engine", kind, ENGINES)
     if kind == "local":
@@ -39,7 +39,7 @@ def open_engine(kind: str, store_path: str | Path, *, address: str | None = None
     from .ray_engine import RayEngine
 
     engine = RayEngine(Path(f"{store_path}.parts"), address=address, num_cpus=num_cpus)
-    engine.start()
+    engine.ready()
     return engine
 
 

@@ -155,7 +155,7 @@ class RayEngine:
         self._working_dir: tempfile.TemporaryDirectory | None = None
         self.window = 4
         self.stats = {"units": 0, "from_parts": 0, "worker_pids": set(), "nodes": set(), "modules": set(),
-                      "pixels_from": set()}
+                      "pixels_from": set(), "ray": None}
 
     def runtime_env(self) -> dict:
         """What every worker gets: this ``cxrxai`` package, an empty working directory (so the
@@ -169,6 +169,15 @@ class RayEngine:
         if os.environ.get("CXRXAI_RAY_UNIT_DELAY"):
             env["env_vars"] = {"CXRXAI_RAY_UNIT_DELAY": os.environ["CXRXAI_RAY_UNIT_DELAY"]}
         return env
+
+    def ready(self) -> None:
+        """Fail now, before anything is written, where Ray cannot run: not installed, or an ``address``
+        that does not answer or refuses this client (joined here). A local Ray starts with the first
+        unit to compute (:meth:`run`): a run whose every unit is stored starts none."""
+        if self.address is None:
+            _import_ray()
+        else:
+            self.start()
 
     def start(self):
         if self._ray is not None:
@@ -193,6 +202,7 @@ class RayEngine:
                 "leave --address out to start a local Ray"
             ) from None
         self._ray = ray
+        self.stats["ray"] = self.address or "local"  # the Ray this run used (None: it needed none)
         self._task = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(_run_unit)
         self.window = max(4, 2 * int(ray.cluster_resources().get("CPU", 2)))
         return ray

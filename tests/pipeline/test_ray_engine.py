@@ -80,7 +80,7 @@ def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world
     assert proc.returncode == 0, err[-3000:]
     assert killed is not None, "no worker was caught running a unit"
     report = json.loads(out[out.index("{"):])
-    assert report["engine"]["name"] == "ray" and report["engine"]["units"] > 0
+    assert report["engine"]["name"] == "ray" and report["engine"]["units"] > 0 and report["engine"]["ray"] == "local"
     with open_store(store) as s:
         assert s.table_counts()["maps"] > 0
     _assert_same_store(store, local)
@@ -92,6 +92,7 @@ def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world
     assert report["engine"]["units"] == 0 and report["engine"]["from_parts"] == 0
     assert _written(store) == before
     assert report["engine"]["workers"] == 0
+    assert report["engine"]["ray"] is None  # nothing to compute: no local Ray was started
 
 
 def _assert_same_store(store: Path, local: Path) -> None:
@@ -293,7 +294,7 @@ def test_two_nodes_pixels_by_value_a_node_killed_mid_unit_and_the_store_equals_l
     assert proc.returncode == 0, err[-3000:]
     assert killed, "the second node never ran a unit"
     engine = json.loads(out[out.index("{"):])["engine"]
-    assert engine["units"] > 0  # its unit was retried on the head
+    assert engine["units"] > 0 and engine["ray"] == address  # its unit was retried on the head
     assert engine["modules"] and all("runtime_resources" in m and not m.startswith(str(REPO)) for m in engine["modules"])
     assert engine["pixels_from"] == ["memory"]  # no unit named a file of the driver's decode cache
     with open_store(store) as s:
