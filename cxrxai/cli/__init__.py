@@ -122,11 +122,15 @@ def _only_model(store) -> str:
 
 # --------------------------------------------------------------------------- entry
 
-def build_parser(prog: str = "python -m cxrxai") -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m cxrxai", *, only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or (``only``) that command's alone: what its options need imported is
+    imported (``precompute`` lists the stages and the explainers: torch and every pipeline module,
+    ~2.5 s of CPU), so ``cxrxai app`` starts the server without loading them."""
     parser = argparse.ArgumentParser(prog=prog, description="Audit chest X-ray classifiers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_, add, _) in commands().items():
-        add(sub.add_parser(name, help=help_, description=help_))
+        if only is None or name == only:
+            add(sub.add_parser(name, help=help_, description=help_))
     return parser
 
 
@@ -138,7 +142,9 @@ def commands() -> dict:
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m cxrxai") -> int:
-    args = build_parser(prog).parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    named = given[0] if given and given[0] in commands() else None  # else the whole help, or its error
+    args = build_parser(prog, only=named).parse_args(argv)
     try:
         return COMMANDS[args.command][2](args)
     except CxrxaiError as err:
