@@ -97,7 +97,7 @@ main(["app", "--store", sys.argv[1]])
 def test_cxrxai_app_starts_the_server_without_loading_the_models(tmp_path):
     """``cxrxai app`` builds its own command's options only: every command's (``precompute`` lists the
     stages and the explainers) imported torch and every pipeline module before the server started
-    (3.9 to 0.8 s of CPU)."""
+    (3.8 to 0.8 s of CPU)."""
     store = tmp_path / "s.duckdb"
     store.touch()
     out = subprocess.run([sys.executable, "-c", APP, str(store)], capture_output=True, text=True,
