@@ -25,7 +25,7 @@ class OcclusionGrid:
 
     def to_map(self) -> np.ndarray:
         """(height, width) map: per pixel, the mean score of the windows covering it."""
-        from .occlusion import rebuild_map
+        from .occlusion import rebuild_map  # torch: only where a grid is rebuilt
 
         return rebuild_map(self.scores, self.patch, self.stride, self.height, self.width)
 
@@ -40,10 +40,7 @@ def native_map(stored) -> np.ndarray:
     """``stored`` (a :class:`~cxrxai.store.StoredMap`: ``kind``, ``values``, ``params``) as a 2-D map;
     occlusion window grids are rebuilt per pixel exactly (Captum's mean over covering windows)."""
     if stored.kind == "occlusion_grid":
-        from .occlusion import rebuild_map  # torch: only where a grid is rebuilt
-
         p = stored.params
-        return rebuild_map(
-            stored.values, int(p["patch"]), int(p["stride"]), int(p["height"]), int(p["width"])
-        )
+        return OcclusionGrid(stored.values, int(p["patch"]), int(p["stride"]), int(p["height"]),
+                             int(p["width"])).to_map()
     return stored.values
