@@ -123,14 +123,16 @@ def _only_model(store) -> str:
 # --------------------------------------------------------------------------- entry
 
 def build_parser(prog: str = "python -m cxrxai", *, only: str | None = None) -> argparse.ArgumentParser:
-    """Every command's parser, or (``only``) that command's alone: what its options need imported is
-    imported (``precompute`` lists the stages and the explainers: torch and every pipeline module,
-    ~2.5 s of CPU), so ``cxrxai app`` starts the server without loading them."""
+    """Every command with its help line, and the options of ``only`` alone: what a command's options
+    need is imported when they are built (``precompute`` lists the stages and the explainers: torch
+    and every pipeline module, ~2.5 s of CPU), so ``cxrxai app`` starts the server, and ``cxrxai
+    --help`` lists the commands, without loading them (no command named, none runs)."""
     parser = argparse.ArgumentParser(prog=prog, description="Audit chest X-ray classifiers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_, add, _) in commands().items():
-        if only is None or name == only:
-            add(sub.add_parser(name, help=help_, description=help_))
+        command_parser = sub.add_parser(name, help=help_, description=help_)
+        if name == only:
+            add(command_parser)
     return parser
 
 
