@@ -9,7 +9,9 @@ its reports where it defines them:
 * :mod:`.subgroups` — subgroups: TPR (thesis Fig. 2), underdiagnosis (Seyyed-Kalantari et al.),
   explanation metrics by subgroup (thesis Fig. 5);
 * :mod:`.arun` — Arun et al.: trust PASS/FAIL, randomization, similarity;
-* :mod:`.shortcut` — the planted shortcut: model or method.
+* :mod:`.shortcut` — the planted shortcut: model or method;
+* :mod:`.compare` — claims that groups or two models differ: subgroup gaps and a model against the one
+  it replaces, each with its test, n and family correction.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from ._cases import localization_cases
 from ._registry import REPORTS, Report, metric_choices, report, report_options, run_report
 from .arun import degradation_thresholds, randomization_curves, similarity_scores, trust_table
+from .compare import model_comparison, model_disagreements, subgroup_gaps
 from .performance import performance
 from .saporta import (
     confidence_regressions,
@@ -45,6 +48,8 @@ __all__ = [
     "localization_summary",
     "metric_by_subgroup",
     "metric_choices",
+    "model_comparison",
+    "model_disagreements",
     "occlusion_sweep",
     "performance",
     "randomization_curves",
@@ -54,6 +59,7 @@ __all__ = [
     "shortcut_explainers",
     "shortcut_reliance",
     "similarity_scores",
+    "subgroup_gaps",
     "subgroup_tpr",
     "trust_table",
     "underdiagnosis",
