@@ -22,7 +22,7 @@ BASE = {"errors", "labels", "paths", "stats", "validate", "postprocess"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "labels": {"errors"},
-    "paths": set(),
+    "paths": {"errors"},  # check_path's PathError
     "stats": {"errors"},
     "validate": {"errors"},
     "postprocess": {"errors", "validate"},
@@ -35,12 +35,14 @@ ALLOWED: dict[str, set[str]] = {
     "summaries": BASE | {"metrics", "store"},
     "reports": BASE | {"metrics", "store", "summaries", "explain"},  # explain: what a setting is called
     "audit": BASE | {"store"},
+    # The audit dossier: views of the reports, the pages' figures, the data audit, in one document.
+    "dossier": BASE | {"metrics", "store", "summaries", "reports", "present", "audit"},
     # Presentation (viz, film, overlay, display, exports, provenance, panel): what a page or the CLI shows.
     "present": BASE | {"data", "metrics", "store", "explain", "reports"},
     "live": BASE | {"data", "models", "store", "explain"},
     "bench": BASE | {"data", "models", "explain", "pipeline"},
     "cli": BASE | {"data", "metrics", "models", "store", "explain", "pipeline", "summaries", "reports", "present",
-                   "live", "bench", "audit"},
+                   "live", "bench", "audit", "dossier"},
     "__main__": {"cli"},
     "": set(),
 }

@@ -1,7 +1,8 @@
 """``python -m cxrxai <command>``: the command line (the only layer that prints).
 
 Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
-``_data`` (precompute, import-predictions, info, export), ``_audit`` (audit-data) and ``_app`` (app);
+``_data`` (precompute, import-predictions, info, export), ``_audit`` (audit-data), ``_dossier``
+(dossier) and ``_app`` (app);
 each registers itself here. Installed, the console script ``cxrxai`` is the same command line
 (:func:`entry_point`).
 
@@ -138,7 +139,7 @@ def build_parser(prog: str = "python -m cxrxai", *, only: str | None = None) -> 
 
 def commands() -> dict:
     """Every command (its module registers it when first imported)."""
-    from . import _app, _audit, _data, _demo, _maps  # noqa: F401
+    from . import _app, _audit, _data, _demo, _dossier, _maps  # noqa: F401
 
     return COMMANDS
 

@@ -25,7 +25,8 @@ from ..errors import MetricError, UnknownNameError
 __all__ = ["CORRECTIONS", "adjust", "delong_paired", "paired_rates", "two_proportions"]
 
 #: Family corrections: statsmodels ``multipletests`` names, and how a document names them.
-CORRECTIONS = {"holm": "Holm (family-wise error rate)", "fdr_bh": "Benjamini–Hochberg (false discovery rate)"}
+CORRECTIONS = {"holm": "Holm (family-wise error rate)",
+               "fdr_bh": "Benjamini–Hochberg (false discovery rate)"}
 _Z = sps.norm.ppf(0.975)
 
 
@@ -60,8 +61,8 @@ def delong_paired(y, score_new, score_old) -> dict[str, float]:
     -----
     AUC = mean of V10 = (1/mn) Σ ψ(Xᵢ, Yⱼ), ψ = 1 if x > y, ½ if equal. With S10, S01 the sample
     covariances (over positives, negatives) of both models' components, Var(Δ) = (S10₁₁ + S10₂₂ −
-    2 S10₁₂)/m + (S01₁₁ + S01₂₂ − 2 S01₁₂)/n and z = Δ/√Var(Δ). Computed through midranks (Sun & Xu),
-    equal to the pairwise definition (tested against it to 1e-12).
+    2 S10₁₂)/m + (S01₁₁ + S01₂₂ − 2 S01₁₂)/n and z = Δ/√Var(Δ). Computed through midranks
+    (Sun & Xu), equal to the pairwise definition (tested against it to 1e-12).
 
     References
     ----------
@@ -81,8 +82,9 @@ def delong_paired(y, score_new, score_old) -> dict[str, float]:
     y = np.asarray(y, dtype=float)
     a, b = np.asarray(score_new, dtype=float), np.asarray(score_old, dtype=float)
     if not (len(y) == len(a) == len(b)) or not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise MetricError(f"DeLong needs finite scores of equal length; got {len(y)} labels, {len(a)} "
-                          f"and {len(b)} scores")
+        raise MetricError(
+            f"DeLong needs finite scores of equal length; got {len(y)} labels, {len(a)} and {len(b)} scores"
+        )
     if not np.isin(y, (0, 1)).all():
         raise MetricError("DeLong's labels must be 0/1 (drop missing labels first)")
     pos, neg = y == 1, y == 0
@@ -90,8 +92,17 @@ def delong_paired(y, score_new, score_old) -> dict[str, float]:
     out = {"n_pos": m, "n_neg": n}
     if m == 0 or n == 0:
         nan = float("nan")
-        return {**out, "new": nan, "old": nan, "diff": nan, "se": nan, "lower": nan, "upper": nan, "z": nan,
-                "p": nan}
+        return {
+            **out,
+            "new": nan,
+            "old": nan,
+            "diff": nan,
+            "se": nan,
+            "lower": nan,
+            "upper": nan,
+            "z": nan,
+            "p": nan,
+        }
     auc_a, v10_a, v01_a = _components(a[pos], a[neg])
     auc_b, v10_b, v01_b = _components(b[pos], b[neg])
     s10 = np.cov(np.vstack([v10_a, v10_b])) if m > 1 else np.zeros((2, 2))
@@ -103,8 +114,17 @@ def delong_paired(y, score_new, score_old) -> dict[str, float]:
     else:
         z = diff / se
         p = float(2 * sps.norm.sf(abs(z)))
-    return {**out, "new": auc_a, "old": auc_b, "diff": float(diff), "se": se, "lower": diff - _Z * se,
-            "upper": diff + _Z * se, "z": float(z), "p": p}
+    return {
+        **out,
+        "new": auc_a,
+        "old": auc_b,
+        "diff": float(diff),
+        "se": se,
+        "lower": diff - _Z * se,
+        "upper": diff + _Z * se,
+        "z": float(z),
+        "p": p,
+    }
 
 
 def paired_rates(decided_new, decided_old) -> dict[str, float]:
@@ -134,7 +154,17 @@ def paired_rates(decided_new, decided_old) -> dict[str, float]:
     b, c = int(((o == 1) & (a == 0)).sum()), int(((o == 0) & (a == 1)).sum())
     if n == 0:
         nan = float("nan")
-        return {"n": 0, "new": nan, "old": nan, "diff": nan, "lower": nan, "upper": nan, "b": 0, "c": 0, "p": nan}
+        return {
+            "n": 0,
+            "new": nan,
+            "old": nan,
+            "diff": nan,
+            "lower": nan,
+            "upper": nan,
+            "b": 0,
+            "c": 0,
+            "p": nan,
+        }
     from statsmodels.stats.contingency_tables import mcnemar
 
     diff = (c - b) / n
@@ -144,8 +174,17 @@ def paired_rates(decided_new, decided_old) -> dict[str, float]:
     else:
         table = [[0, c], [b, 0]]  # only the discordant cells enter the statistic
         p = float(mcnemar(table, exact=b + c < 25, correction=True).pvalue)
-    return {"n": n, "new": float(a.mean()), "old": float(o.mean()), "diff": float(diff),
-            "lower": float(diff - _Z * se), "upper": float(diff + _Z * se), "b": b, "c": c, "p": min(p, 1.0)}
+    return {
+        "n": n,
+        "new": float(a.mean()),
+        "old": float(o.mean()),
+        "diff": float(diff),
+        "lower": float(diff - _Z * se),
+        "upper": float(diff + _Z * se),
+        "b": b,
+        "c": c,
+        "p": min(p, 1.0),
+    }
 
 
 def two_proportions(k1: int, n1: int, k2: int, n2: int) -> dict[str, float]:

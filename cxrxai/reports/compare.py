@@ -46,16 +46,25 @@ def _family(out: pd.DataFrame, correction: str, alpha: float) -> pd.DataFrame:
     """The family's corrected p-values, its size and its correction, on every row."""
     p_adj, reject = comparison.adjust(out["p"].to_numpy(float), method=correction, alpha=alpha)
     tested = int(np.isfinite(out["p"].to_numpy(float)).sum())
-    return out.assign(p_adjusted=p_adj, significant=reject, family=tested,
-                      correction=comparison.CORRECTIONS[correction])
+    return out.assign(
+        p_adjusted=p_adj, significant=reject, family=tested, correction=comparison.CORRECTIONS[correction]
+    )
 
 
 _RATE_COUNTS = {"tpr": ("tp", "n_pos"), "fpr": ("fp", "n_neg")}
 
 
 @report("subgroup-gaps", "each group's TPR / FPR against the rest of its grouping, family-corrected")
-def subgroup_gaps(store: Store, model_id: str, *, groups: str = GROUPINGS, correction: str = "holm",
-                  alpha: float = 0.05, useful_width: float = 0.2, split: str | None = None) -> pd.DataFrame:
+def subgroup_gaps(
+    store: Store,
+    model_id: str,
+    *,
+    groups: str = GROUPINGS,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    useful_width: float = 0.2,
+    split: str | None = None,
+) -> pd.DataFrame:
     """Per finding, rate and group of each grouping: the group's rate minus the rest of the grouping's
     (a two-group grouping compares its two groups once), Newcombe's 95 % interval and the score
     test, corrected over every comparison made (``correction``: ``holm`` or ``fdr_bh``).
@@ -65,22 +74,29 @@ def subgroup_gaps(store: Store, model_id: str, *, groups: str = GROUPINGS, corre
     table = prediction_table(store, model_id, split=split)
     table = table[table.label != NO_FINDING].dropna(subset=["predicted", "ground_truth"])
     if table.empty:
-        raise StoreError(f"model {model_id!r} has no decision to compare groups on: no threshold or no "
-                         "ground truth (see `report subgroup-tpr` for the reason and the fill command)")
+        raise StoreError(
+            f"model {model_id!r} has no decision to compare groups on: no threshold or no "
+            "ground truth (see `report subgroup-tpr` for the reason and the fill command)"
+        )
     rows, skipped = [], {}
     for cols in groupings(groups):
         missing = [c for c in cols if c not in table.columns]
         if missing or table.dropna(subset=cols).empty:
             from .subgroups import no_group_reason
 
-            skipped[_name(cols)] = (f"unknown column {missing}" if missing else
-                                    no_group_reason(store, table.image_id.unique(), cols[0]))
+            skipped[_name(cols)] = (
+                f"unknown column {missing}"
+                if missing
+                else no_group_reason(store, table.image_id.unique(), cols[0])
+            )
             continue
         rates = fairness.subgroup_rates(table, cols)
         rows += _gap_rows(rates, cols)
     if not rows:
-        raise StoreError(f"model {model_id!r} has no group to compare: " + "; ".join(
-            f"{k}: {v}" for k, v in skipped.items()))
+        raise StoreError(
+            f"model {model_id!r} has no group to compare: "
+            + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+        )
     out = _family(pd.DataFrame(rows), correction, alpha)
     out["width"] = out["upper"] - out["lower"]
     out["too_wide"] = out["width"] > useful_width
@@ -98,12 +114,23 @@ def _gap_rows(rates: pd.DataFrame, cols: list[str]) -> list[dict]:
             for _, g in pairs.iterrows():
                 k1, n1 = int(g[k]), int(g[n])
                 k2, n2 = total_k - k1, total_n - n1
-                against = (_group_label(groups.iloc[1], cols) if len(groups) == 2 else "the rest")
+                against = _group_label(groups.iloc[1], cols) if len(groups) == 2 else "the rest"
                 test = comparison.two_proportions(k1, n1, k2, n2)
-                rows.append({"grouping": _name(cols), "label": label, "group": _group_label(g, cols),
-                             "against": against, "rate": rate, "n_group": n1, "value": k1 / n1 if n1 else np.nan,
-                             "n_against": n2, "value_against": k2 / n2 if n2 else np.nan, **test,
-                             "test": "score test, Newcombe 95% CI"})
+                rows.append(
+                    {
+                        "grouping": _name(cols),
+                        "label": label,
+                        "group": _group_label(g, cols),
+                        "against": against,
+                        "rate": rate,
+                        "n_group": n1,
+                        "value": k1 / n1 if n1 else np.nan,
+                        "n_against": n2,
+                        "value_against": k2 / n2 if n2 else np.nan,
+                        **test,
+                        "test": "score test, Newcombe 95% CI",
+                    }
+                )
     return rows
 
 
@@ -111,8 +138,10 @@ def _shared(store: Store, model_id: str, vs: str, split: str | None) -> pd.DataF
     """One row per image × finding both models predicted: each one's prob and decision, truth and
     demographics (joined by image id and label, never by order)."""
     if not vs:
-        raise StoreError("model-comparison needs the model it replaces: option vs=MODEL_ID (`report "
-                         "model-comparison --option vs=OLD`, `dossier --vs OLD`)")
+        raise StoreError(
+            "model-comparison needs the model it replaces: option vs=MODEL_ID (`report "
+            "model-comparison --option vs=OLD`, `dossier --vs OLD`)"
+        )
     if vs == model_id:
         raise StoreError(f"model-comparison compares two models; vs={vs!r} is the model itself")
     new, old = prediction_table(store, model_id, split=split), prediction_table(store, vs, split=split)
@@ -120,10 +149,12 @@ def _shared(store: Store, model_id: str, vs: str, split: str | None) -> pd.DataF
     both = new.merge(old[keep], on=["image_id", "label"], suffixes=("", "_old"), validate="one_to_one")
     both = both[both.label != NO_FINDING].dropna(subset=["ground_truth"])
     if both.empty:
-        raise StoreError(f"models {model_id!r} and {vs!r} share no labelled image × finding "
-                         f"({new.image_id.nunique():,} and {old.image_id.nunique():,} images, findings "
-                         f"{sorted(set(new.label))} and {sorted(set(old.label))}); predict both on one dataset "
-                         "(`python -m cxrxai precompute --model …` once per model into this store)")
+        raise StoreError(
+            f"models {model_id!r} and {vs!r} share no labelled image × finding "
+            f"({new.image_id.nunique():,} and {old.image_id.nunique():,} images, findings "
+            f"{sorted(set(new.label))} and {sorted(set(old.label))}); predict both on one dataset "
+            "(`python -m cxrxai precompute --model …` once per model into this store)"
+        )
     return both
 
 
@@ -131,22 +162,47 @@ def _compare_rows(g: pd.DataFrame) -> list[dict]:
     """AUROC (DeLong), TPR and FPR (McNemar) of the new model against the old on the cases ``g``."""
     y = g["ground_truth"].to_numpy(int)
     d = comparison.delong_paired(y, g["prob"].to_numpy(float), g["prob_old"].to_numpy(float))
-    rows = [{"metric": "auroc", "n": len(g), "n_pos": d["n_pos"], "n_neg": d["n_neg"],
-             **{k: d[k] for k in ("new", "old", "diff", "lower", "upper", "p")}, "test": "DeLong (paired)"}]
+    rows = [
+        {
+            "metric": "auroc",
+            "n": len(g),
+            "n_pos": d["n_pos"],
+            "n_neg": d["n_neg"],
+            **{k: d[k] for k in ("new", "old", "diff", "lower", "upper", "p")},
+            "test": "DeLong (paired)",
+        }
+    ]
     decided = g.dropna(subset=["predicted", "predicted_old"])
     for metric, cls in (("tpr", 1), ("fpr", 0)):
         part = decided[decided["ground_truth"] == cls]
         r = comparison.paired_rates(part["predicted"].to_numpy(int), part["predicted_old"].to_numpy(int))
-        rows.append({"metric": metric, "n": r["n"], "n_pos": r["n"] if cls else 0, "n_neg": 0 if cls else r["n"],
-                     **{k: r[k] for k in ("new", "old", "diff", "lower", "upper", "p")},
-                     "test": "McNemar (paired), Wald 95% CI"})
+        rows.append(
+            {
+                "metric": metric,
+                "n": r["n"],
+                "n_pos": r["n"] if cls else 0,
+                "n_neg": 0 if cls else r["n"],
+                **{k: r[k] for k in ("new", "old", "diff", "lower", "upper", "p")},
+                "test": "McNemar (paired), Wald 95% CI",
+            }
+        )
     return rows
 
 
-@report("model-comparison", "a model against the one it replaces on shared images: DeLong, McNemar, "
-                            "family-corrected")
-def model_comparison(store: Store, model_id: str, *, vs: str = "", groups: str = "sex,age_bin",
-                     correction: str = "holm", alpha: float = 0.05, split: str | None = None) -> pd.DataFrame:
+@report(
+    "model-comparison",
+    "a model against the one it replaces on shared images: DeLong, McNemar, family-corrected",
+)
+def model_comparison(
+    store: Store,
+    model_id: str,
+    *,
+    vs: str = "",
+    groups: str = "sex,age_bin",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    split: str | None = None,
+) -> pd.DataFrame:
     """``model_id`` (new) against ``vs`` (old) per finding, overall and per group of each grouping:
     AUROC by DeLong's paired test, TPR on the positives and FPR on the negatives at each model's own
     threshold by McNemar's test; every comparison in one family (``correction``). ``worse``: the new
@@ -164,8 +220,10 @@ def model_comparison(store: Store, model_id: str, *, vs: str = "", groups: str =
         parts = [("all", "all", lab)]
         for cols in groupings(groups):
             if all(c in lab.columns for c in cols):
-                parts += [(_name(cols), " · ".join(map(str, k if isinstance(k, tuple) else (k,))), g)
-                          for k, g in lab.dropna(subset=cols).groupby(cols, sort=True)]
+                parts += [
+                    (_name(cols), " · ".join(map(str, k if isinstance(k, tuple) else (k,))), g)
+                    for k, g in lab.dropna(subset=cols).groupby(cols, sort=True)
+                ]
         for grouping, group, g in parts:
             subsets[(label, grouping, group)] = g
             rows += [{"label": label, "grouping": grouping, "group": group, **r} for r in _compare_rows(g)]
@@ -186,8 +244,12 @@ def _explain(out: pd.DataFrame, subsets: dict, alpha: float) -> pd.DataFrame:
     harmful = np.where(out["metric"] == "fpr", out["diff"] > 0, out["diff"] < 0)
     candidates = out[harmful & (out.grouping != "all")].assign(rank=lambda d: ~d["worse"])
     for i, row in out[out["worse"]].iterrows():
-        same = candidates[(candidates.label == row.label) & (candidates.metric == row.metric)
-                          & (candidates.n < row.n) & (candidates.grouping != row.grouping)]
+        same = candidates[
+            (candidates.label == row.label)
+            & (candidates.metric == row.metric)
+            & (candidates.n < row.n)
+            & (candidates.grouping != row.grouping)
+        ]
         g = subsets[(row.label, row.grouping, row.group)]
         for _, h in same.sort_values(["rank", "n", "grouping", "group"]).iterrows():
             rest = g[~g.image_id.isin(subsets[(h.label, h.grouping, h.group)].image_id)]
@@ -200,14 +262,25 @@ def _explain(out: pd.DataFrame, subsets: dict, alpha: float) -> pd.DataFrame:
 
 
 @report("model-disagreements", "the shared cases where two models' probabilities differ most")
-def model_disagreements(store: Store, model_id: str, *, vs: str = "", top: int = 5, split: str | None = None
-                        ) -> pd.DataFrame:
+def model_disagreements(
+    store: Store, model_id: str, *, vs: str = "", top: int = 5, split: str | None = None
+) -> pd.DataFrame:
     """Per finding, the ``top`` shared images with the largest |prob(new) − prob(old)|, with truth and
     each model's decision (ties broken by image id: the same store gives the same rows)."""
-    both = _shared(store, model_id, vs, split).assign(
-        prob_diff=lambda d: d["prob"] - d["prob_old"])
+    both = _shared(store, model_id, vs, split).assign(prob_diff=lambda d: d["prob"] - d["prob_old"])
     both = both.assign(abs_diff=both["prob_diff"].abs()).sort_values(
-        ["label", "abs_diff", "image_id"], ascending=[True, False, True])
-    cols = ["label", "image_id", "sex", "age_bin", "ground_truth", "prob", "prob_old", "prob_diff", "predicted",
-            "predicted_old"]
+        ["label", "abs_diff", "image_id"], ascending=[True, False, True]
+    )
+    cols = [
+        "label",
+        "image_id",
+        "sex",
+        "age_bin",
+        "ground_truth",
+        "prob",
+        "prob_old",
+        "prob_diff",
+        "predicted",
+        "predicted_old",
+    ]
     return both.groupby("label", sort=True).head(int(top))[cols].reset_index(drop=True)

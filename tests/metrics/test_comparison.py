@@ -81,8 +81,11 @@ def test_mcnemar_exact_and_chi_square_by_hand():
 def test_two_proportions_newcombe_published_examples():
     """Newcombe (1998) Table II, method 10: (a) 56/70 − 48/80: 0.0524, 0.3339; (b) 9/10 − 3/10:
     0.1705, 0.8090; (h) 10/10 − 0/10 at the boundary: 0.6075, 1."""
-    for (k1, n1, k2, n2), (lo, hi) in {(56, 70, 48, 80): (0.0524, 0.3339), (9, 10, 3, 10): (0.1705, 0.8090),
-                                       (10, 10, 0, 10): (0.6075, 1.0)}.items():
+    for (k1, n1, k2, n2), (lo, hi) in {
+        (56, 70, 48, 80): (0.0524, 0.3339),
+        (9, 10, 3, 10): (0.1705, 0.8090),
+        (10, 10, 0, 10): (0.6075, 1.0),
+    }.items():
         r = two_proportions(k1, n1, k2, n2)
         assert (round(r["lower"], 4), round(r["upper"], 4)) == (lo, hi)
         assert r["diff"] == pytest.approx(k1 / n1 - k2 / n2) and r["p"] < 0.01
@@ -91,7 +94,9 @@ def test_two_proportions_newcombe_published_examples():
 
 def test_adjust_holm_and_bh_by_hand():
     p = [0.01, 0.04, np.nan, 0.03, 0.2]
-    holm, rej = adjust(p)  # sorted 0.01 0.03 0.04 0.2 × 4 3 2 1 = 0.04 0.09 0.08 0.2 → monotone 0.04 0.09 0.09 0.2
+    holm, rej = adjust(
+        p
+    )  # sorted 0.01 0.03 0.04 0.2 × 4 3 2 1 = 0.04 0.09 0.08 0.2 → monotone 0.04 0.09 0.09 0.2
     assert np.allclose(holm, [0.04, 0.09, np.nan, 0.09, 0.2], equal_nan=True)
     assert rej.tolist() == [True, False, False, False, False]
     bh, _ = adjust(p, method="fdr_bh")  # p·m/rank from the top, running minimum: 0.04 0.0533 0.0533 0.2

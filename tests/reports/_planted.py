@@ -25,11 +25,20 @@ def _logits(rng, truth: np.ndarray, tpr: np.ndarray, fpr: float) -> np.ndarray:
         hit[idx[: int(round(rate * len(idx)))]] = True
     false_alarm = (truth == 0) & (rng.random(len(truth)) < fpr)
     up = hit | false_alarm
-    return np.where(up, rng.normal(1.5, 0.6, len(truth)).clip(0.05), -rng.normal(1.5, 0.6, len(truth)).clip(0.05))
+    return np.where(
+        up, rng.normal(1.5, 0.6, len(truth)).clip(0.05), -rng.normal(1.5, 0.6, len(truth)).clip(0.05)
+    )
 
 
-def planted_store(path: Path, *, positives: int = 300, gap: float = 0.2, noise: tuple | None = None,
-                  seed: int = 0, demographics: bool = True) -> Path:
+def planted_store(
+    path: Path,
+    *,
+    positives: int = 300,
+    gap: float = 0.2,
+    noise: tuple | None = None,
+    seed: int = 0,
+    demographics: bool = True,
+) -> Path:
     """``positives`` positives and as many negatives per finding, half of each female; model ``old``
     has TPR 0.8 for men and 0.8 − ``gap`` for women on Effusion (0.8 for both on Nodule), FPR ≈ 0.1;
     model ``new`` is ``old`` with N(0, sd) added to the logits of the images where ``column == value``
@@ -39,9 +48,17 @@ def planted_store(path: Path, *, positives: int = 300, gap: float = 0.2, noise: 
     ids = [f"p{i:05d}" for i in range(n)]
     sex = np.array(["F", "M"])[np.arange(n) % 2]
     age = np.array(AGES)[(np.arange(n) // 2) % len(AGES)]
-    images = pd.DataFrame({"image_id": ids, "dataset": "planted", "split": "test", "patient_id": ids,
-                           "sex": sex if demographics else None, "age": age if demographics else None,
-                           "age_bin": [age_bin(a) for a in age] if demographics else None})
+    images = pd.DataFrame(
+        {
+            "image_id": ids,
+            "dataset": "planted",
+            "split": "test",
+            "patient_id": ids,
+            "sex": sex if demographics else None,
+            "age": age if demographics else None,
+            "age_bin": [age_bin(a) for a in age] if demographics else None,
+        }
+    )
     logits, truths = [], []
     for k, _ in enumerate(LABELS):
         truth = np.zeros(n, int)
@@ -57,8 +74,13 @@ def planted_store(path: Path, *, positives: int = 300, gap: float = 0.2, noise: 
         column, value, sd = noise
         where = images[column].to_numpy() == value
         new[where] += rng.normal(0, sd, (int(where.sum()), len(LABELS)))
-    labels = pd.DataFrame({"image_id": np.repeat(ids, len(LABELS)), "label": np.tile(LABELS, n),
-                           "value": np.stack(truths, axis=1).ravel()})
+    labels = pd.DataFrame(
+        {
+            "image_id": np.repeat(ids, len(LABELS)),
+            "label": np.tile(LABELS, n),
+            "value": np.stack(truths, axis=1).ravel(),
+        }
+    )
     with write_store(path) as w:
         w.put_dataset("planted", source="folder", labels=list(LABELS))
         w.put_images(images)
@@ -66,6 +88,11 @@ def planted_store(path: Path, *, positives: int = 300, gap: float = 0.2, noise: 
         for name, z in (("old", old), ("new", new)):
             w.put_model(ModelSpec(name=name, arch="densenet121", labels=LABELS, thresholds={}))
             w.put_predictions(name, ids, LABELS, z, 1 / (1 + np.exp(-z)))
-            w.put_thresholds(name, [{"label": lab, "threshold": 0.5, "method": "fixed", "criterion": None,
-                                     "split": None} for lab in LABELS])
+            w.put_thresholds(
+                name,
+                [
+                    {"label": lab, "threshold": 0.5, "method": "fixed", "criterion": None, "split": None}
+                    for lab in LABELS
+                ],
+            )
     return path
