@@ -10,8 +10,9 @@ weights — lives under one home directory, never in the working directory:
 
 The app itself (``app.py``, ``pages/``, the Streamlit settings) and the demo's shipped weights sit
 at the repository root in a checkout and under ``cxrxai/_app/`` in an installed package
-(:func:`app_dir`). Shipped weights are copied into the home the first time they are asked for, so
-weights trained later (the planted-shortcut model) go beside them.
+(:func:`app_dir`). A model named on the command line is read where it ships (:func:`named_model`);
+the demo build copies the shipped weights into the home the first time it asks for them, so weights
+trained later (the planted-shortcut model) go beside them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "demo_store",
     "home",
     "models_dir",
+    "named_model",
     "shipped_models_dir",
 ]
 
@@ -101,6 +103,16 @@ def demo_model_path(name: str = "demo-densenet121") -> Path:
                 shutil.copyfile(src, tmp)
                 os.replace(tmp, target / src.name)  # atomic: another process never sees half a file
     return target / f"{name}.pt"
+
+
+def named_model(name: str) -> Path:
+    """``NAME.pt`` for a model named by its name alone (``--model demo-densenet121``): the home's
+    (weights trained or copied there) when it holds them, else the shipped weights where cxrxai is
+    installed (read in place: nothing is copied), else the home's path, which does not exist."""
+    for folder in (models_dir(), shipped_models_dir()):
+        if (folder / f"{name}.pt").is_file():
+            return folder / f"{name}.pt"
+    return models_dir() / f"{name}.pt"
 
 
 def absolute(path: str | os.PathLike) -> Path:

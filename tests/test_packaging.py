@@ -51,6 +51,26 @@ def test_home_is_the_checkouts_data_cache_or_the_env(monkeypatch, tmp_path):
     assert (tmp_path / "h" / "models" / "demo-densenet121.json").is_file()
 
 
+def test_a_shipped_model_resolves_by_its_name_from_an_empty_home(monkeypatch, tmp_path):
+    """``--model demo-densenet121`` reads the shipped weights where they are (nothing copied into
+    the home); weights of that name in the home come first; an unknown name lists the names."""
+    from cxrxai.errors import ModelError
+    from cxrxai.models.from_text import load_model_text
+
+    monkeypatch.setenv("CXRXAI_HOME", str(tmp_path / "h"))
+    shipped = sorted(paths.shipped_models_dir().glob("*.pt"))
+    assert paths.shipped_models_dir() / "demo-densenet121.pt" in shipped
+    assert [paths.named_model(p.stem) for p in shipped] == shipped
+    assert not (tmp_path / "h").exists()
+    own = tmp_path / "h" / "models" / "demo-resnet18.pt"
+    own.parent.mkdir(parents=True)
+    own.touch()
+    assert paths.named_model("demo-resnet18") == own
+    with pytest.raises(ModelError, match="no model named 'demo-densenet12'.*'demo-densenet121'") as err:
+        load_model_text("demo-densenet12")
+    assert "--train" not in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A venv with cxrxai installed from a wheel of the tracked files; returns its bin directory."""

@@ -3,7 +3,8 @@
 ``SPEC`` is one of
 
 * ``WEIGHTS.pt`` — our own weights with their ``WEIGHTS.json`` spec beside them, or the bare
-  name of one under ``data_cache/models/`` (``demo-densenet121``);
+  name of one in the home's ``models/`` or of a shipped demo model (``demo-densenet121``, read
+  where cxrxai is installed: :func:`~cxrxai.paths.named_model`);
 * ``ARCH:CHECKPOINT[:LABELS.json]`` — another group's checkpoint for a torchvision
   architecture (:data:`~cxrxai.models.registry.ARCHITECTURES`), its labels from a JSON list
   (default: ``CHECKPOINT.labels.json`` or ``.json`` beside it);
@@ -20,11 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import paths
+from ..errors import ModelError
 from .registry import ARCHITECTURES, LoadedModel, load
 
 __all__ = ["MODEL_SPEC_HELP", "load_model_text"]
 
-MODEL_SPEC_HELP = ("weights.pt (with its .json) or a model name under data_cache/models, "
+MODEL_SPEC_HELP = ("weights.pt (with its .json) or a model's name (a shipped demo model, e.g. "
+                   "demo-densenet121, or one trained into the cxrxai home), "
                    f"ARCH:CHECKPOINT[:LABELS.json] ({', '.join(ARCHITECTURES)}), "
                    "or xrv:WEIGHT_NAME[@CACHE_DIR]")
 
@@ -53,6 +56,16 @@ def load_model_text(text: str, *, input_size: int | None = None, name: str | Non
                                 trust_pickle=trust_pickle, device=device)
         return model, str(ckpt_path)
     path = Path(text)
-    named = path.suffix != ".pt" and not path.exists()  # a model name under data_cache/models
-    path = paths.models_dir() / f"{text}.pt" if named else paths.absolute(path)
+    named = path.suffix != ".pt" and not path.exists()  # a model's name
+    path = paths.named_model(text) if named else paths.absolute(path)
+    if named and not path.is_file():
+        raise ModelError(f"no model named {text!r}: the names are {_model_names()} (the home's "
+                         f"{paths.models_dir()} and the shipped demo models); or give a path to WEIGHTS.pt")
     return load(path, device=device), str(path.with_suffix(".pt"))
+
+
+def _model_names() -> list[str]:
+    """The names ``--model`` resolves: every ``NAME.pt`` with its ``NAME.json``, home or shipped."""
+    folders = (paths.models_dir(), paths.shipped_models_dir())
+    found = {p for folder in folders if folder.is_dir() for p in folder.glob("*.pt")}
+    return sorted(p.stem for p in found if p.with_suffix(".json").is_file())
