@@ -44,21 +44,21 @@ def comparison_finding(ctx: Context) -> str | None:
         better = int(cmp.better.sum())
         return head + f"no — worse in none of them{f'; better in {better}' if better else ''}."
     lead = worse[worse.explained_by == ""]
-    parts = [
-        f"{r.label} {_METRIC[r.metric]} {_where(r)} ({r.new:.3f} vs {r.old:.3f}, "
-        f"Δ {r['diff']:+.3f}, {_ci(r)}, "
-        f"{r.test}, n = {int(r.n):,}, adjusted {_p(r.p_adjusted)})"
-        for _, r in lead.head(5).iterrows()
-    ]
-    more = f", and {len(lead) - 5} more" if len(lead) > 5 else ""
-    explained = len(worse) - len(lead)
-    tail = (
-        f" {explained} further worse comparison(s) in larger groups vanish without those images "
-        "(see explained_by)."
-        if explained
-        else ""
-    )
-    return head + f"yes — {'; '.join(parts)}{more}.{tail}"
+    groups = list(dict.fromkeys(zip(lead.grouping, lead.group)))  # most significant first
+    parts = []
+    for grouping, group in groups:
+        rows = lead[(lead.grouping == grouping) & (lead.group == group)]
+        r = rows.iloc[0]
+        more = f"; and {len(rows) - 1} more comparison(s) there" if len(rows) > 1 else ""
+        parts.append(f"{_where(r)}: {r.label} {_METRIC[r.metric]} {r.new:.3f} vs {r.old:.3f}, "
+                     f"Δ {r['diff']:+.3f}, {_ci(r)}, {r.test}, n = {int(r.n):,}, adjusted {_p(r.p_adjusted)}{more}")
+    explained = worse[worse.explained_by != ""]
+    tail = ""
+    if len(explained):
+        where = ", ".join(dict.fromkeys(_where(r) for _, r in explained.iterrows()))
+        tail = (f" {len(explained)} further worse comparison(s) ({where}) hold those images and are not "
+                "significant without them (explained_by).")
+    return head + f"yes — {' | '.join(parts)}.{tail}"
 
 
 def gap_finding(ctx: Context) -> str | None:
