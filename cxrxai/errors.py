@@ -16,6 +16,7 @@ __all__ = [
     "ExplainerError",
     "MetricError",
     "ModelError",
+    "ModelIdentityError",
     "StageError",
     "SchemaVersionError",
     "StoreError",
@@ -35,6 +36,15 @@ class DataError(CxrxaiError, ValueError):
 
 class ModelError(CxrxaiError, ValueError):
     """A model cannot be built or loaded (unknown architecture, missing weights file...)."""
+
+
+class ModelIdentityError(ModelError):
+    """A store holds a model of this name read from other weights (``stored`` and ``given``: the
+    two files' sha256; ``stored`` is None where the store never recorded it)."""
+
+    def __init__(self, message: str, *, stored: str | None, given: str):
+        super().__init__(message)
+        self.stored, self.given = stored, given
 
 
 class StoreError(CxrxaiError):

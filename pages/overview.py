@@ -78,7 +78,8 @@ if model_id is None:
     st.stop()
 spec = store.model_spec(model_id)
 st.markdown(
-    f"**{spec.arch}** · input {spec.input_size} px · explains the **{spec.explained_output}** · "
+    f"**{spec.arch}** · weights sha256 `{store.model_identity(model_id).short}` · "
+    f"input {spec.input_size} px · explains the **{spec.explained_output}** · "
     f"Grad-CAM layer `{spec.cam_layer}` · normalisation: "
     f"{spec.card.get('normalization', 'mean/std ' + str(spec.mean))}"
 )

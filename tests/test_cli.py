@@ -46,13 +46,16 @@ def test_precompute_help_lists_every_adapter_option_from_its_signature(capsys):
     assert set(ADAPTERS) <= {part.split(":")[0].split()[-1] for part in adapter_help(ADAPTERS).split("; ")}
 
 
-def test_info_text_and_json(tiny_store, capsys):
+def test_info_text_and_json(tiny_store, tiny_model_path, capsys):
+    from cxrxai.models.registry import sha256
+
     assert main(["info", "--store", str(tiny_store), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["counts"]["images"] == 64 and info["counts"]["predictions"] == 64 * len(DEMO_LABELS)
-    assert info["models"] == [{"model_id": "tiny-densenet121", "arch": "densenet121"}]
+    sha = sha256(tiny_model_path)  # the model known by its weights (issue 41)
+    assert info["models"] == [{"model_id": "tiny-densenet121", "arch": "densenet121", "weights_sha256": sha}]
     assert main(["info", "--store", str(tiny_store)]) == 0
-    assert "tiny-densenet121 (densenet121)" in capsys.readouterr().out
+    assert f"tiny-densenet121 (densenet121, weights sha256 {sha[:12]})" in capsys.readouterr().out
 
 
 def test_export_predictions_csv(tiny_store, tmp_path):

@@ -243,7 +243,8 @@ def _info(args) -> int:
           f"built {info['built_at']})")
     print("tables     " + ", ".join(f"{k} {v:,}" for k, v in info["counts"].items()))
     print("datasets   " + (", ".join(f"{d['dataset']} ({d['source']})" for d in info["datasets"]) or "none"))
-    print("models     " + (", ".join(f"{m['model_id']} ({m['arch']})" for m in info["models"]) or "none"))
+    print("models     " + (", ".join(f"{m['model_id']} ({m['arch']}, weights sha256 {_short(m)})"
+                                     for m in info["models"]) or "none"))
     print("labels     " + (", ".join(info["labels"]) or "none"))
     print("explainers " + (", ".join(info["explainers"]) or "none"))
     counts = info["problems"]
@@ -259,6 +260,13 @@ def _info(args) -> int:
         if sum(c["n"] for c in counts) > len(first):
             print("  … `python -m cxrxai export table problems --out problems.csv` lists them all")
     return 0
+
+
+def _short(model: dict) -> str:
+    """A model's weights hash as ``info`` prints it (:class:`~cxrxai.models.stored.ModelIdentity`)."""
+    from ..models.stored import ModelIdentity
+
+    return ModelIdentity.of(model["model_id"], model.get("weights_sha256"), None).short
 
 
 def _add_export(p: argparse.ArgumentParser) -> None:

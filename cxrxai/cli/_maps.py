@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 from .. import paths
-from ..errors import CxrxaiError
-from . import _add_model_spec, _load_model, _param, command
+from . import _add_model_spec, _load_model, _only_model, _param, command
 
 # --------------------------------------------------------------------------- explain / bench
 
@@ -192,7 +191,8 @@ def _add_report(p: argparse.ArgumentParser) -> None:
         help="; ".join(described(k) for k in REPORTS).replace("%", "%%"),
     )
     p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
-    p.add_argument("--model", default=None, help="model id (default: the store's first model)")
+    p.add_argument("--model", default=None,
+                   help="model id (default: the store's only model with predictions; with several, name one)")
     p.add_argument("--option", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="report option, repeatable (e.g. --option by=age_bin --option method=occlusion)")
     out = p.add_mutually_exclusive_group()
@@ -216,12 +216,10 @@ def _report(args) -> int:
 
     with open_store(args.store or paths.demo_store()) as store:
         models = store.models()
-        if args.model is None and models.empty and REPORTS[args.name].needs_model:
-            raise CxrxaiError(
-                f"the store {store.path} has no model; fill it with `python -m cxrxai precompute` or "
-                "`import-predictions`, or name one with --model"
-            )
-        model_id = args.model or (str(models["model_id"].iloc[0]) if len(models) else "")
+        if args.model is None and REPORTS[args.name].needs_model:
+            model_id = _only_model(store)  # several: refused, listed, as explain does
+        else:  # a report reading its own models' rows (the planted shortcut)
+            model_id = args.model or (str(models["model_id"].iloc[0]) if len(models) else "")
         table = run_report(store, args.name, model_id, **dict(args.option))
         if args.out is not None:
             from ..present.provenance import report_provenance, with_header

@@ -39,7 +39,7 @@ from .checkpoints import (
     strip_final_sigmoid,
     unwrap,
 )
-from .registry import ARCHITECTURES, LoadedModel, best_device, build
+from .registry import ARCHITECTURES, LoadedModel, best_device, build, sha256
 from .spec import IMAGENET_MEAN, IMAGENET_STD, ModelSpec
 
 __all__ = [
@@ -134,8 +134,8 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
     spec = ModelSpec(name=name or model_id_from_file(path), arch=arch, labels=labels, input_size=size,
                      mean=mean, std=std, explained_output=explained,
                      cam_layer=_cam_layer(module, ARCHITECTURES[arch][1]),
-                     card={"weights_path": str(path), "source": "user checkpoint", **card,
-                           "trust_pickle": trust_pickle})
+                     card={"weights_path": str(path), "weights_sha256": sha256(path),
+                           "source": "user checkpoint", **card, "trust_pickle": trust_pickle})
     dev = torch.device(device) if device else best_device()
     return LoadedModel(module.to(dev, memory_format=torch.channels_last), spec, dev)
 
@@ -248,7 +248,8 @@ def load_xrv(weights: str = "densenet121-res224-all", *, cache_dir: str | Path, 
         mean=XRV_NORMALIZATION[0],
         std=XRV_NORMALIZATION[1],
         cam_layer="features.norm5" if weights.startswith("densenet") else "model.layer4",
-        card={"source": "torchxrayvision", "weights": weights, "weights_path": str(expected)},
+        card={"source": "torchxrayvision", "weights": weights, "weights_path": str(expected),
+              "weights_sha256": sha256(expected)},
     )
     dev = torch.device(device) if device else best_device()
     return LoadedModel(module.eval().to(dev), spec, dev)

@@ -106,6 +106,7 @@ def load(path: str | Path, *, device: str | torch.device | None = None) -> Loade
                 "(spec) — build the demo model with `python -m cxrxai demo --train`"
             )
     spec = ModelSpec.from_json(card.read_text())
+    spec = spec.with_(card={**spec.card, "weights_sha256": sha256(path)})  # the file's own, not the .json's
     module = build(spec.arch, len(spec.labels))
     state = torch.load(path, map_location="cpu", weights_only=True)
     try:
@@ -127,4 +128,9 @@ def best_device() -> torch.device:
 
 
 def sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The file's sha256 (hex): a model's weights identity (:class:`~cxrxai.models.stored.ModelIdentity`)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -9,22 +9,86 @@ from our weights (``NAME.pt`` + ``NAME.json``), from another group's checkpoint
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import ModelError
+import pandas as pd
+
+from ..errors import ModelError, ModelIdentityError
 from .registry import LoadedModel, load
 from .spec import ModelSpec
 
-__all__ = ["load_stored", "model_for", "only_model"]
+__all__ = ["ModelIdentity", "load_stored", "model_for", "only_model", "refuse_other_weights"]
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Who a stored model is: its id and the sha256 of the weights its predictions and maps came from
+    (``None``: imported predictions, or a store written before weights were hashed), as the ``models``
+    table's ``weights_sha256`` holds it; read by :meth:`cxrxai.store.Store.model_identity`."""
+
+    model_id: str
+    weights_sha256: str | None
+    weights_path: str | None
+
+    @classmethod
+    def of(cls, model_id: str, weights_sha256, weights_path) -> ModelIdentity:
+        """From a ``models`` row's values (a missing one, NULL, NaN or empty, is ``None``)."""
+        return cls(str(model_id), _known(weights_sha256), _known(weights_path))
+
+    @property
+    def short(self) -> str:
+        """The hash as printed beside the name (12 hex digits), or why there is none."""
+        return self.weights_sha256[:12] if self.weights_sha256 else "not recorded"
+
+
+def _known(value) -> str | None:
+    return None if value is None or pd.isna(value) or value == "" else str(value)
+
+
+def refuse_other_weights(store, spec: ModelSpec, weights_path: str | None) -> None:
+    """A :class:`ModelIdentityError` when ``store`` holds a model named ``spec.name`` read from other
+    weights than ``spec.card["weights_sha256"]``: resuming would keep the other weights' predictions
+    and maps under this model's name. Nothing to refuse for a new name, the same weights, or a stored
+    row without a hash read from this very file (a store written before weights were hashed)."""
+    given = spec.card.get("weights_sha256")
+    if not given or spec.name not in set(store.models().get("model_id", [])):
+        return
+    stored = store.model_identity(spec.name)
+    if stored.weights_sha256 == given or (stored.weights_sha256 is None and stored.weights_path is not None
+                                          and stored.weights_path == weights_path):
+        return
+    was = (f"weights sha256 {stored.weights_sha256}" if stored.weights_sha256
+           else "weights it never hashed (a store written before weights were hashed)")
+    raise ModelIdentityError(
+        f"{store.path} already holds a model {spec.name!r} with {was}, read from "
+        f"{stored.weights_path or 'no weights file (imported predictions)'}; {weights_path or 'this model'} "
+        f"has other weights, sha256 {given}. Its stored predictions and maps are the other weights', so "
+        f"this run would pass for that model. Nothing was written: give this model a name of its own with "
+        f"--model-name {spec.name}-{given[:8]}, or write to another --store (--fresh starts this one over)",
+        stored=stored.weights_sha256, given=given)
 
 
 def load_stored(spec: ModelSpec, weights_path: str | Path | None, *, device=None) -> LoadedModel:
     """The model of ``spec`` with the weights at ``weights_path`` (see the module docstring).
 
     Raises :class:`ModelError` when no weights path is known (imported predictions have no model)
-    or the file is gone (the message says how to re-root the store at the file's new place).
+    or the file is gone (the message says how to re-root the store at the file's new place), and
+    :class:`ModelIdentityError` when the file now holds other weights than the stored hash: a live
+    map would come from other weights than the stored predictions and maps.
     """
+    model = _reload(spec, weights_path, device=device)
+    stored, now = spec.card.get("weights_sha256"), model.spec.card.get("weights_sha256")
+    if stored and now and stored != now:
+        raise ModelIdentityError(
+            f"the weights file of {spec.name!r}, {weights_path}, now holds other weights (sha256 {now}) than "
+            f"the store's predictions and maps came from (sha256 {stored}); put those weights back, or if "
+            f"they are now FILE: `python -m cxrxai reroot --store STORE --model {spec.name} --weights FILE`",
+            stored=stored, given=now)
+    return model
+
+
+def _reload(spec: ModelSpec, weights_path: str | Path | None, *, device=None) -> LoadedModel:
     from .external import load_checkpoint, load_xrv
 
     if spec.arch == "imported":
@@ -69,11 +133,18 @@ def _named_as_stored(model: LoadedModel, spec: ModelSpec) -> LoadedModel:
 
 def only_model(store) -> str:
     """The id of ``store``'s model with predictions, when there is exactly one (else a
-    :class:`ModelError` naming them)."""
-    ids = [m for m in store.models().get("model_id", []) if store.predicted_image_ids(m)]
-    if len(ids) != 1:
-        raise ModelError(f"the store has models with predictions {ids}; choose one with --model")
-    return str(ids[0])
+    :class:`ModelError` listing the models): what a command without ``--model`` reads (``explain``,
+    ``report``, ``export``) — never the first of several."""
+    every = [str(m) for m in store.models().get("model_id", [])]
+    ids = [m for m in every if store.predicted_image_ids(m)]
+    if len(ids) == 1:
+        return ids[0]
+    if ids:
+        listed = ", ".join(f"{m} (weights sha256 {store.model_identity(m).short})" for m in ids)
+        raise ModelError(f"{store.path} holds {len(ids)} models with predictions: {listed}; choose one with "
+                         f"--model (e.g. --model {ids[0]})")
+    raise ModelError(f"no model of {store.path} has predictions (models: {', '.join(every) or 'none'}); fill "
+                     "it with `python -m cxrxai precompute` or `import-predictions`")
 
 
 def model_for(text: str | None, store=None, *, input_size: int | None = None,

@@ -14,8 +14,9 @@ from ..errors import DataError
 from ..explain import get
 from ..labels import LabelMatch, match_labels
 from ..models.registry import LoadedModel
+from ..models.stored import refuse_other_weights
 from ..paths import absolute
-from ..store import write_store
+from ..store import open_store, write_store
 from .maps import MapPlan, planned
 from .plan import BuildPlan, FidelityPlan, TrustPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
@@ -93,10 +94,15 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, plan: Buil
     and a matched output is stored under the dataset's spelling (its index unchanged), so its
     predictions meet the ground truth; the matches are stored (``label_matches``) and reported.
     ``thresholds``: (file name, {label: threshold}) given by the user, stored as ``file:<name>``.
+    A model of the same name read from other weights is refused (:func:`refuse_other_weights`).
     """
     report: dict = {"dataset": tables.name, "problems": len(tables.problems)}
     t0 = time.monotonic()
     _check_split(tables, plan.split)
+    weights = model_path and str(absolute(model_path))
+    if not fresh and Path(store_path).is_file():  # before any decoding; checked again under the lock
+        with open_store(store_path) as published:
+            refuse_other_weights(published, model.spec, weights)
     match = match_labels(model.spec.labels, tables.label_names)
     model = replace(model, spec=model.spec.with_label_names(match.names))
     report["labels"] = label_report(match)
@@ -106,9 +112,10 @@ def build_dataset(store_path: str | Path, tables, model: LoadedModel, plan: Buil
         decoded=len(decoded.image_ids), failed=len(decoded.failures), decode_s=round(time.monotonic() - t0, 1)
     )
     with write_store(store_path, fresh=fresh) as writer:
+        refuse_other_weights(writer, model.spec, weights)
         _refuse_old_names(writer, model.spec.name, match, tables)
         report["new_problems"] = put_cases(writer, tables, images, annotations, problems)
-        writer.put_model(model.spec, weights_path=model_path and str(absolute(model_path)))
+        writer.put_model(model.spec, weights_path=weights)
         writer.put_label_matches(tables.name, model.spec.name, match.rows())
         writer.publish()
         ctx = BuildContext(writer, tables.name, model, load_images=decoded.loader(), progress=progress,

@@ -145,7 +145,7 @@ def report_provenance(
     model = (
         (
             f"{model_id} ({row.arch.iloc[0]}, explains the {row.explained_output.iloc[0]}, weights sha256 "
-            f"{str(row.weights_sha256.iloc[0])[:12]})"
+            f"{store.model_identity(model_id).short})"
         )
         if len(row)
         else f"{model_id} (not registered in the store)"
@@ -178,8 +178,12 @@ def store_provenance(store) -> dict[str, str]:
 
 def table_provenance(store, table: str, **context) -> dict[str, str]:
     """The header of an exported table that is not a report (the Overview's cohort, labels,
-    problems): what it is, the store and its version, what it was cut to (``dataset=...``), when."""
-    return {"table": table, **store_provenance(store), **{k: str(v) for k, v in context.items()},
+    problems): what it is, the store and its version, its models (each with its weights' sha256),
+    what it was cut to (``dataset=...``), when."""
+    ids = store.models().get("model_id", [])
+    models = "; ".join(f"{m} (weights sha256 {store.model_identity(m).short})" for m in ids) or "none"
+    return {"table": table, **store_provenance(store), "models": models,
+            **{k: str(v) for k, v in context.items()},
             "exported": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # stamped as the page draws its button
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
+from ..models.stored import ModelIdentity
 from ._audit import AuditQueries
 from ._metric_tables import MetricTableQueries
 from ._roots import with_resolved_paths
@@ -123,7 +124,8 @@ class Queries(MetricTableQueries, AuditQueries):
             "built_at": self.meta("built_at"),
             "counts": counts,
             "datasets": datasets[["dataset", "source"]].to_dict("records") if len(datasets) else [],
-            "models": models[["model_id", "arch"]].to_dict("records") if len(models) else [],
+            "models": (models[["model_id", "arch", "weights_sha256"]].to_dict("records") if len(models)
+                       else []),
             "labels": labels,
             "explainers": explainers,
             "problems": self.problem_counts().to_dict("records"),
@@ -235,6 +237,14 @@ class Queries(MetricTableQueries, AuditQueries):
             return pd.DataFrame()
         found = self._df("SELECT * FROM models ORDER BY model_id")
         return with_resolved_paths(found, "weights_path", self.path)
+
+    def model_identity(self, model_id: str) -> ModelIdentity:
+        """Who model ``model_id`` is: the sha256 of its weights (column ``weights_sha256``) and their file."""
+        models = self.models()
+        found = models[models["model_id"] == model_id] if len(models) else models
+        if found.empty:
+            raise UnknownNameError("model", model_id, models.get("model_id", pd.Series()).tolist())
+        return ModelIdentity.of(model_id, found["weights_sha256"].iloc[0], found["weights_path"].iloc[0])
 
     def model_spec(self, model_id: str) -> ModelSpec:
         rows = self._rows("SELECT spec FROM models WHERE model_id = ?", [model_id])
