@@ -17,6 +17,7 @@ __all__ = [
     "MetricError",
     "ModelError",
     "ModelIdentityError",
+    "PathError",
     "StageError",
     "SchemaVersionError",
     "StoreError",
@@ -45,6 +46,11 @@ class ModelIdentityError(ModelError):
     def __init__(self, message: str, *, stored: str | None, given: str):
         super().__init__(message)
         self.stored, self.given = stored, given
+
+
+class PathError(CxrxaiError, ValueError):
+    """A path a user gave cannot serve as asked: missing, not writable, or a file where a folder is
+    expected (and the reverse). Raised before any work (:func:`cxrxai.paths.check_path`)."""
 
 
 class StoreError(CxrxaiError):

@@ -21,10 +21,14 @@ import os
 import shutil
 from pathlib import Path
 
+from .errors import PathError, UnknownNameError
+
 __all__ = [
     "HOME_ENV",
+    "PATH_KINDS",
     "absolute",
     "app_dir",
+    "check_path",
     "checkout",
     "data_cache",
     "demo_data_dir",
@@ -123,3 +127,70 @@ def absolute(path: str | os.PathLike) -> Path:
     directory. A relative path is taken relative to the current working directory.
     """
     return Path(os.path.abspath(Path(path).expanduser()))
+
+
+#: What a path a user gives must be (:func:`check_path`).
+PATH_KINDS = {
+    "file": "an existing file to read",
+    "folder": "an existing folder to read",
+    "output": "a file to write, in an existing folder you can write",
+    "store to read": "an existing store, built by `python -m cxrxai precompute` or `import-predictions`, "
+                     "or the demo's by `python -m cxrxai demo`",
+    "store to write": "a store to write (new or existing), in an existing folder you can write: the writer "
+                      "keeps a lock and a staging copy beside it and publishes by renaming",
+}
+
+
+def check_path(path: str | os.PathLike, kind: str, *, option: str = "path") -> Path:
+    """``path`` as given, once it can serve as ``kind`` (:data:`PATH_KINDS`); else a
+    :class:`~cxrxai.errors.PathError` naming ``option``, the path and what is wrong: missing, not
+    readable or writable, or a file where a folder is expected (and the reverse). Nothing is
+    created or written: every command checks every path it was given before any work.
+
+    Writability is asked of the system (``os.access``), as the writer will meet it: a read-only
+    folder or mount refuses an ordinary user; root is refused only by a read-only mount.
+    """
+    if kind not in PATH_KINDS:
+        raise UnknownNameError("path kind", kind, PATH_KINDS)
+    path = Path(path).expanduser()
+    reading = kind in ("file", "folder", "store to read")
+    problem = _read_problem(path, kind) if reading else _write_problem(path, kind)
+    if problem:
+        raise PathError(f"{option} {path}: {problem} ({option} must be {PATH_KINDS[kind]})")
+    return path
+
+
+def _read_problem(path: Path, kind: str) -> str | None:
+    want_dir = kind == "folder"
+    if not path.exists():
+        blocker = _file_above(path)
+        return (f"{blocker} is a file, not a folder" if blocker
+                else f"no such {'folder' if want_dir else 'file'}")
+    if path.is_dir() != want_dir:
+        return "a folder, where a file is expected" if path.is_dir() else "a file, where a folder is expected"
+    return None if os.access(path, os.R_OK | (os.X_OK if want_dir else 0)) else "not readable by you"
+
+
+def _write_problem(path: Path, kind: str) -> str | None:
+    if path.is_dir():
+        return "a folder, where a file is expected"
+    folder = path.parent
+    if not folder.is_dir():
+        blocker = _file_above(path)
+        if blocker:
+            return f"{blocker} is a file, where a folder is expected"
+        return (f"its folder {folder} does not exist; create it first (mkdir -p {folder}) or choose a path "
+                "in an existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable by you (read-only); choose a folder you can write"
+    if kind == "output" and path.exists() and not os.access(path, os.W_OK):  # a store is replaced instead
+        return "the file exists and is not writable by you"
+    return None
+
+
+def _file_above(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is a file (a file where a folder is expected)."""
+    for parent in path.parents:
+        if parent.exists():
+            return parent if not parent.is_dir() else None
+    return None

@@ -223,8 +223,10 @@ def test_unknown_data_option_lists_the_adapters_options(tmp_path, capsys):
     assert "exclude_not_normal (default False)" in str(err.value)
     with pytest.raises(DataError, match="folder adapter needs the option 'csv'"):
         load_dataset("folder", tmp_path)
+    for part in ("x.pt", "x.json"):  # a model file that exists (paths are checked first), never read
+        (tmp_path / part).write_text("")
     assert main(["precompute", "--dataset", "rsna", "--root", str(tmp_path),
-                 "--data-option", "header_csv=h.csv", "--model", "x.pt",
+                 "--data-option", "header_csv=h.csv", "--model", str(tmp_path / "x.pt"),
                  "--store", str(tmp_path / "s.duckdb")]) == 2
     assert "no option 'header_csv'" in capsys.readouterr().err
 

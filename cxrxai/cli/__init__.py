@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m cxrxai") -> in
     given = sys.argv[1:] if argv is None else argv
     named = given[0] if given and given[0] in commands() else None  # else the whole help, or its error
     args = build_parser(prog, only=named).parse_args(argv)
+    from ._paths import checked_paths
+
     try:
+        checked_paths(args)  # every path the user gave, before any work
         return COMMANDS[args.command][2](args)
     except CxrxaiError as err:
         print(f"error: {err}", file=sys.stderr)

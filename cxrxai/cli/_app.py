@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import StoreError
 from . import command
+from ._paths import given
 
 __all__: list[str] = []
 
@@ -17,7 +18,7 @@ __all__: list[str] = []
 def _add_app(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
-        type=Path,
+        action=given("store to read"),
         default=None,
         help="store to open (default: the demo store under the cxrxai home, its quick phase built first "
         "when missing, about 2 min; the app builds the rest of the evidence in the background)",

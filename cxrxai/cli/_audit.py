@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from .. import paths
 from . import command
+from ._paths import given
 
 
 def _add_audit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, default=None, help="store to audit (default data_cache/demo.duckdb)")
+    p.add_argument("--store", action=given("store to read"), default=None,
+                   help="store to audit (default data_cache/demo.duckdb)")
     p.add_argument("--dataset", default=None, help="only this dataset of the store (default: every one)")
     p.add_argument("--format", choices=["text", "csv", "json"], default="text",
                    help="text: sentences and tables, problems by kind with examples; csv: every section's "

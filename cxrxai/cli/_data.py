@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import CxrxaiError
 from . import Bars, _add_model_spec, _only_model, _param, command
+from ._paths import given
 
 # --------------------------------------------------------------------------- real data
 
@@ -18,7 +19,7 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
     from ..data.adapters import ADAPTERS
 
     p.add_argument("--dataset", required=True, choices=sorted(ADAPTERS), help="published layout of --root")
-    p.add_argument("--root", type=Path, required=True, help="the dataset folder as downloaded")
+    p.add_argument("--root", action=given("folder"), required=True, help="the dataset folder as downloaded")
     p.add_argument(
         "--data-option",
         type=_param,
@@ -29,7 +30,7 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
         f"options and defaults: {adapter_help()}; any of them dicom_headers=false: do not read "
         "sex, age and view a CSV lacks from DICOM headers",
     )
-    p.add_argument("--store", type=Path, required=True, help="store to write")
+    p.add_argument("--store", action=given("store to write"), required=True, help="store to write")
     p.add_argument("--fresh", action="store_true", help="start the store from scratch")
     p.add_argument("--strict", action="store_true", help="stop at the first bad row instead of reporting it")
 
@@ -75,7 +76,7 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--split", default="test", help="split to precompute (default test; 'all' for every image)"
     )
-    p.add_argument("--thresholds", type=Path, default=None,
+    p.add_argument("--thresholds", action=given("file"), default=None,
                    help="CSV of per-label decision thresholds (label + threshold, or bestthr, columns; "
                         "labels in the model's or the dataset's spelling), stored as method file:NAME — for "
                         "a validation split too small or one-class to choose them on")
@@ -101,11 +102,13 @@ def _add_precompute(p: argparse.ArgumentParser) -> None:
 
 @command("precompute", "predict, explain and score a real dataset into a store (resumable)", _add_precompute)
 def _precompute(args) -> int:
-    from ..models.from_text import load_model_text
+    from ..models.from_text import load_model_text, model_files
     from ..models.thresholds import read_threshold_file
     from ..pipeline.dataset import dataset_plan
     from ..pipeline.launch import precompute
 
+    for path in model_files(args.model):  # like every path option (_paths), before any work
+        paths.check_path(path, "file", option="--model")
     tables = _tables(args)
     model, weights = load_model_text(args.model, input_size=args.input_size, name=args.model_name,
                                      trust_pickle=args.trust_pickle)
@@ -148,10 +151,11 @@ def _print_label_matches(labels: dict, model_id: str, dataset: str) -> None:
 def _add_import(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument(
-        "--predictions", type=Path, required=True, help="CSV with an id column and prob_<label> columns"
+        "--predictions", action=given("file"), required=True,
+        help="CSV with an id column and prob_<label> columns"
     )
     p.add_argument("--id-column", default=None, help="id column of --predictions (default: its first column)")
-    p.add_argument("--thresholds", type=Path, default=None,
+    p.add_argument("--thresholds", action=given("file"), default=None,
                    help="CSV of per-label thresholds: label + threshold (or bestthr) columns")
     p.add_argument("--name", default="imported", help="model id for these predictions")
 
@@ -183,13 +187,14 @@ def _import(args) -> int:
 # --------------------------------------------------------------------------- reroot
 
 def _add_reroot(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, required=True, help="store to change (nothing is recomputed)")
+    p.add_argument("--store", action=given("store to write"), required=True,
+                   help="store to change (nothing is recomputed)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--dataset", help="dataset whose images moved (`python -m cxrxai info --store S` "
                                          "lists them)")
     what.add_argument("--model", help="model id whose weights file moved")
-    p.add_argument("--root", type=Path, help="with --dataset: the folder its images are in now")
-    p.add_argument("--weights", type=Path, help="with --model: the weights file where it is now")
+    p.add_argument("--root", action=given("folder"), help="with --dataset: the folder its images are in now")
+    p.add_argument("--weights", action=given("file"), help="with --model: the weights file where it is now")
     p.add_argument("--force", action="store_true",
                    help="with --dataset: re-root even when none of its first images is under --root")
 
@@ -222,7 +227,8 @@ def _say_delimiter(path: Path, sep: str) -> None:
 
 def _add_info(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--store", type=Path, default=None, help="store to describe (default data_cache/demo.duckdb)"
+        "--store", action=given("store to read"), default=None,
+        help="store to describe (default data_cache/demo.duckdb)"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
@@ -277,8 +283,9 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         nargs="?",
         help="for 'table': images, labels, thresholds, localization, geometry, trust, fidelity, problems",
     )
-    p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
-    p.add_argument("--out", type=Path, required=True, help="file to write")
+    p.add_argument("--store", action=given("store to read"), default=None,
+                   help="store to read (default data_cache/demo.duckdb)")
+    p.add_argument("--out", action=given("output"), required=True, help="file to write")
     p.add_argument("--model", default=None, help="model id (default: the store's only model)")
     p.add_argument("--split", default=None, help="only this split (predictions)")
     p.add_argument("--method", default="gradcam", help="explainer (segmentations, maps)")

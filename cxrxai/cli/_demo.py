@@ -12,6 +12,7 @@ from ..errors import CxrxaiError
 from ..pipeline.background import BuildStopped, stoppable
 from ..pipeline.phases import PHASES
 from . import Bars, _add_phantom, _phantom_config, _schedule, command
+from ._paths import given
 
 # --------------------------------------------------------------------------- train
 
@@ -75,7 +76,7 @@ def _train(args) -> int:
 # --------------------------------------------------------------------------- train-shortcut
 
 def _add_train_shortcut(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--control", type=Path, default=None,
+    p.add_argument("--control", action=given("file"), default=None,
                    help="weights to fine-tune (default data_cache/models/demo-resnet18.pt, the control)")
     p.add_argument(
         "--name", default=None, help="model name = weights file stem (default demo-resnet18-shortcut)"
@@ -121,10 +122,11 @@ def _train_shortcut(args) -> int:
 # --------------------------------------------------------------------------- demo
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", type=Path, default=None, help="store to build (default data_cache/demo.duckdb)")
+    p.add_argument("--store", action=given("store to write"), default=None,
+                   help="store to build (default data_cache/demo.duckdb)")
     p.add_argument(
         "--model",
-        type=Path,
+        action=given("file"),
         default=None,
         help="weights file (default data_cache/models/demo-densenet121.pt)",
     )
@@ -150,14 +152,14 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--status",
-        type=Path,
+        action=given("output"),
         default=None,
         help="keep this JSON file current with the build's stage, progress and ETA (the app reads it)",
     )
     p.add_argument(
         "--data-dir", type=Path, default=None, help="phantom image cache (default data_cache/demo)"
     )
-    p.add_argument("--snapshot", type=Path, default=None,
+    p.add_argument("--snapshot", action=given("folder"), default=None,
                    help="evidence snapshot a new store starts from "
                         "(default: the shipped data_cache/evidence)")
     p.add_argument("--no-snapshot", action="store_true", help="compute every number; import no snapshot")
@@ -241,7 +243,7 @@ def _export(store: Path, folder: Path) -> dict:
 # --------------------------------------------------------------------------- phantom
 
 def _add_phantom_cmd(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="PNG file to write")
+    p.add_argument("--out", action=given("output"), required=True, help="PNG file to write")
     p.add_argument("--ids", default=None, help="comma-separated image ids (default: one case per finding)")
     p.add_argument("--columns", type=int, default=4)
     p.add_argument("--no-masks", action="store_true", help="the radiographs only")

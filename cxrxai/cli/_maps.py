@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import paths
 from . import _add_model_spec, _load_model, _only_model, _param, command
+from ._paths import given
 
 # --------------------------------------------------------------------------- explain / bench
 
@@ -30,10 +31,12 @@ def _add_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="explainer parameter, repeatable (e.g. --param patch=32 --param stride=16)")
     p.add_argument(
-        "--store", type=Path, default=None, help="store holding --image (default data_cache/demo.duckdb)"
+        "--store", action=given("store to read"), default=None,
+        help="store holding --image (default data_cache/demo.duckdb)"
     )
     _add_model_spec(p, required=False, default="; or a model id of --store (default: the store's model)")
-    p.add_argument("--out", type=Path, required=True, help=".npy file for the raw map (native resolution)")
+    p.add_argument("--out", action=given("output"), required=True,
+                   help=".npy file for the raw map (native resolution)")
 
 
 @command(
@@ -84,7 +87,8 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engines", default="auto", help="occlusion engines to time: auto,batched,incremental")
     p.add_argument("--low-precision", choices=["bf16", "fp16"], default=None,
                    help="also time occlusion under this autocast and report its deviation from fp32")
-    p.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    p.add_argument("--json", action=given("output"), default=None,
+                   help="also write the results to this JSON file")
 
 
 @command(
@@ -128,10 +132,12 @@ def _bench(args) -> int:
 
 def _add_score(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--map", type=Path, required=True, help=".npy saliency map (any resolution; upsampled bilinearly)"
+        "--map", action=given("file"), required=True,
+        help=".npy saliency map (any resolution; upsampled bilinearly)"
     )
     group = p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--mask", type=Path, help="ground-truth mask: .npy, or PNG (non-zero = inside)")
+    group.add_argument("--mask", action=given("file"),
+                       help="ground-truth mask: .npy, or PNG (non-zero = inside)")
     group.add_argument("--box", help="ground-truth box x,y,w,h in image pixels (needs --size)")
     p.add_argument("--size", help="image size HxW for --box (e.g. 1024x1024)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -190,7 +196,8 @@ def _add_report(p: argparse.ArgumentParser) -> None:
         choices=sorted(REPORTS),
         help="; ".join(described(k) for k in REPORTS).replace("%", "%%"),
     )
-    p.add_argument("--store", type=Path, default=None, help="store to read (default data_cache/demo.duckdb)")
+    p.add_argument("--store", action=given("store to read"), default=None,
+                   help="store to read (default data_cache/demo.duckdb)")
     p.add_argument("--model", default=None,
                    help="model id (default: the store's only model with predictions; with several, name one)")
     p.add_argument("--option", type=_param, action="append", default=[], metavar="NAME=VALUE",
@@ -200,7 +207,7 @@ def _add_report(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="print JSON records")
     out.add_argument(
         "--out",
-        type=Path,
+        action=given("output"),
         default=None,
         help="write CSV with a provenance header (# model, thresholds, explainer parameters, seed, "
         "interval method)",

@@ -24,7 +24,7 @@ from .. import paths
 from ..errors import ModelError
 from .registry import ARCHITECTURES, LoadedModel, load
 
-__all__ = ["MODEL_SPEC_HELP", "load_model_text"]
+__all__ = ["MODEL_SPEC_HELP", "load_model_text", "model_files"]
 
 MODEL_SPEC_HELP = ("weights.pt (with its .json) or a model's name (a shipped demo model, e.g. "
                    "demo-densenet121, or one trained into the cxrxai home), "
@@ -69,3 +69,20 @@ def _model_names() -> list[str]:
     folders = (paths.models_dir(), paths.shipped_models_dir())
     found = {p for folder in folders if folder.is_dir() for p in folder.glob("*.pt")}
     return sorted(p.stem for p in found if p.with_suffix(".json").is_file())
+
+
+def model_files(text: str) -> list[Path]:
+    """The files a ``--model`` SPEC names by path (checkpoint and labels file, or weights and their
+    ``.json``), as typed, for the command line to check before any work
+    (:func:`~cxrxai.paths.check_path`); none for a model's name or ``xrv:`` weights, whose own lookups
+    say what is missing."""
+    if text.startswith("xrv:"):
+        return []
+    arch, sep, rest = text.partition(":")
+    if sep and arch in ARCHITECTURES:
+        ckpt, _, labels = rest.partition(":")
+        return [Path(ckpt)] + ([Path(labels)] if labels else [])
+    path = Path(text)
+    if path.suffix != ".pt" and not path.exists():  # a model's name
+        return []
+    return [path.with_suffix(".pt"), path.with_suffix(".json")] if not path.is_dir() else [path]

@@ -85,7 +85,9 @@ def precompute(store_path: str | Path, tables, model, plan: BuildPlan, *, engine
     """Run :func:`~cxrxai.pipeline.dataset.build_dataset` of ``plan`` on ``engine`` (see
     :func:`open_engine`), reporting to ``progress`` and to the status file beside the store
     (:func:`reporting`). ``cache_dir``: decoded images (default: the data cache's ``decoded``);
-    ``build``: the rest of :func:`build_dataset`'s keywords."""
+    ``build``: the rest of :func:`build_dataset`'s keywords. A store path that cannot be written
+    (:func:`~cxrxai.paths.check_path`) is refused before the engine or the status file."""
+    paths.check_path(store_path, "store to write", option="store")
     opened = open_engine(engine, store_path, address=address, num_cpus=ray_cpus)
     with reporting(status_path(store_path), phase=f"precompute ({engine} engine)", progress=progress) as rep:
         return build_dataset(store_path, tables, model, plan, engine=opened, progress=rep,
