@@ -71,6 +71,7 @@ def _store_to_open(store: Path | None) -> Path:
         from . import main
 
         print(f"building the demo store's quick phase at {store} (about 2 min, once)", file=sys.stderr)
+        store.parent.mkdir(parents=True, exist_ok=True)  # the home, on a first start (--store is checked)
         status = main(["demo", "--phase", "quick", "--store", str(store)])
         if status != 0:
             raise StoreError(f"the demo build ended with status {status}; nothing to open at {store}")
