@@ -8,9 +8,12 @@ dataset) is an ordered list of stage names, resolved here against one plan. ``pr
 Adding a stage is two files: a module of this package that defines it (with :func:`stage` on its
 function; every module here is imported before a lookup) and the build that names it
 (``pipeline/demo.py`` or ``pipeline/dataset.py``; an analysis needs no second file: ``--analyses``
-offers it)::
+offers it). A stage that keeps its numbers in a table of its own declares it there too
+(:class:`~cxrxai.store.StageTable`: columns and key); the store creates it on the first
+``put_table``, and no schema version changes::
 
-    @stage("my stage", reads=("maps",), writes=("problems",), help="what it computes")
+    @stage("my stage", reads=("maps",), writes=("my_counts",), help="what it computes",
+           tables=(StageTable("my_counts", {"model_id": "VARCHAR", "n": "INTEGER"}, key=("model_id",)),))
     def my_stage(ctx) -> dict: ...
 """
 
@@ -24,6 +27,7 @@ from importlib import import_module
 from types import MappingProxyType
 
 from ..errors import StageError, UnknownNameError
+from ..store import StageTable, declare_table, undeclare_table
 from .runner import Stage
 
 __all__ = [
@@ -46,7 +50,8 @@ __all__ = [
 class StageSpec:
     """One registered stage. ``run(ctx, **parts)`` gets, for each ``uses`` item (its parameter →
     an attribute of the build plan), that part of the plan. ``analysis``: the name under which a
-    user adds it to a dataset build (``--analyses``), followed there by the stages of ``then``."""
+    user adds it to a dataset build (``--analyses``), followed there by the stages of ``then``.
+    ``tables``: the tables it owns (each among ``writes``), created by the store on first write."""
 
     name: str
     run: Callable[..., dict]
@@ -56,6 +61,7 @@ class StageSpec:
     uses: Mapping[str, str] = field(default_factory=dict)
     analysis: str | None = None
     then: tuple[str, ...] = ()
+    tables: tuple[StageTable, ...] = ()
 
     def bind(self, plan) -> Stage:
         """The runnable stage of ``plan`` (reported under the stage's name)."""
@@ -80,26 +86,38 @@ def register_stage(spec: StageSpec) -> StageSpec:
                          "choose another name")
     if spec.analysis is not None and spec.analysis in _by_analysis(exclude=spec.name):
         raise StageError(f"an analysis named {spec.analysis!r} is already registered; choose another name")
+    unwritten = [t.name for t in spec.tables if t.name not in spec.writes]
+    if unwritten:
+        raise StageError(f"stage {spec.name!r} declares the tables {unwritten} but does not write them; "
+                         f"add them to writes={spec.writes}")
+    for table in spec.tables:
+        declare_table(table)
     _REGISTRY[spec.name] = spec
     return spec
 
 
 def unregister_stage(name: str) -> None:
-    """Remove a stage (a test's toy); an unknown name is an :class:`UnknownNameError`."""
-    get_stage(name)
+    """Remove a stage (a test's toy) and the declarations of the tables it alone owned; an unknown
+    name is an :class:`UnknownNameError`."""
+    spec = get_stage(name)
     del _REGISTRY[name]
+    owned = {t.name for other in _REGISTRY.values() for t in other.tables}
+    for table in spec.tables:
+        if table.name not in owned:
+            undeclare_table(table.name)
 
 
 def stage(name: str, *, reads: Iterable[str], writes: Iterable[str], help: str,
           uses: Mapping[str, str] | None = None, analysis: str | None = None,
-          then: Iterable[str] = (), aliases: Iterable[str] = ()):
+          then: Iterable[str] = (), aliases: Iterable[str] = (), tables: Iterable[StageTable] = ()):
     """Register the decorated function as stage ``name`` (and as each of ``aliases``: the same
-    work run again later in a build under its own report entry); the function is returned as is."""
+    work run again later in a build under its own report entry); the function is returned as is.
+    ``tables``: the :class:`~cxrxai.store.StageTable` s it owns (the store creates each on first write)."""
 
     def register(run: Callable[..., dict]) -> Callable[..., dict]:
         for each in (name, *aliases):
             register_stage(StageSpec(each, run, tuple(reads), tuple(writes), help, dict(uses or {}),
-                                     analysis if each == name else None, tuple(then)))
+                                     analysis if each == name else None, tuple(then), tuple(tables)))
         return run
 
     return register

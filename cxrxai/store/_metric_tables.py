@@ -14,6 +14,7 @@ import pandas as pd
 from ..errors import UnknownNameError
 from ..metrics.registry import metric_names
 from ._schema import LOCALIZATION_KEY, METRIC_TABLES
+from ._stage_tables import DECLARED_TABLES
 from ._sql import quoted, where
 
 __all__ = ["MetricTableQueries"]
@@ -36,10 +37,11 @@ class MetricTableQueries:
         ]
 
     def table(self, name: str, **filters) -> pd.DataFrame:
-        """Rows of a metric table, filtered by equality on any of its columns; empty if absent.
-        ``localization`` has one column per registered metric, whatever the store's version."""
-        if name not in METRIC_TABLES:
-            raise UnknownNameError("metric table", name, METRIC_TABLES)
+        """Rows of a metric table or a table a stage declares, filtered by equality on any of its
+        columns; empty if absent. ``localization`` has one column per registered metric, whatever
+        the store's version."""
+        if name not in METRIC_TABLES and name not in DECLARED_TABLES:
+            raise UnknownNameError("metric table", name, (*METRIC_TABLES, *DECLARED_TABLES))
         if not self.has_table(name):
             return pd.DataFrame()
         if name == "localization" and self.has_table(_SCORES):

@@ -39,7 +39,7 @@ from cxrxai.pipeline.evidence.recompute import (
     unchecked,
 )
 from cxrxai.pipeline.runner import Stage
-from cxrxai.store import open_store, write_store
+from cxrxai.store import SCHEMA_VERSION, open_store, write_store
 
 SNAPSHOT = shipped_dir()
 SEED = 20261125  # the sample: fixed, so the test is deterministic; any seed must pass
@@ -179,10 +179,11 @@ def test_a_snapshot_of_other_weights_is_refused(tmp_path, prov):
 
 
 @pytest.mark.parametrize("change", ["schema_version", "phantom_config"])
-def test_a_snapshot_of_another_schema_or_phantoms_is_refused(tmp_path, prov, change):
+def test_a_snapshot_of_a_newer_schema_or_other_phantoms_is_refused(tmp_path, prov, change):
+    """(An older schema is migrated: tests/pipeline/test_evidence_import.py.)"""
     copy = tmp_path / "evidence"
     shutil.copytree(SNAPSHOT, copy)
-    edited = {**prov, "schema_version": prov["schema_version"] - 1} if change == "schema_version" else {
+    edited = {**prov, "schema_version": SCHEMA_VERSION + 1} if change == "schema_version" else {
         **prov, "phantom_config": {**prov["phantom_config"], "n_images": 100}}
     (copy / PROVENANCE).write_text(json.dumps(edited))
     store = _new_store(tmp_path, prov)

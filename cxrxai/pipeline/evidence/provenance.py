@@ -3,8 +3,10 @@
 The provenance (``provenance.json`` beside the Parquet files) names the code (``git describe`` and
 a hash of the sources that compute numbers), the seeds (the phantom configuration and the map
 sampling seed), each model's weights (file and sha256), the schema version, which steps of the
-demo build the snapshot holds complete, and each table's rows. :func:`check` refuses a snapshot
-whose schema, phantoms or weights differ from this checkout's (never silently wrong).
+demo build the snapshot holds complete with the hash of each step's sources
+(:mod:`.step_sources`), and each table's rows. :func:`check` refuses a snapshot whose phantoms or
+weights differ from this checkout's, or of a newer schema (never silently wrong); a step whose
+sources changed since is recomputed alone (:func:`~.step_sources.stale_steps`).
 """
 
 from __future__ import annotations
@@ -85,15 +87,16 @@ def read(folder: str | Path) -> dict:
 
 
 def check(prov: dict, *, models_dir: str | Path, phantom_config: dict) -> dict[str, Path | None]:
-    """Whether the snapshot ``prov`` describes belongs here: the same schema version, the same
-    phantom cases (configuration, seed included) and, for each of its models whose weights file is in
-    ``models_dir``, the same weights (sha256). Returns each model's local weights (None where the file
-    is missing: the build trains it, as the planted shortcut's). :class:`EvidenceSnapshotError` says
-    what differs otherwise."""
+    """Whether the snapshot ``prov`` describes belongs here: a schema version this cxrxai reads
+    (its own or an older one, migrated on import), the same phantom cases (configuration, seed
+    included) and, for each of its models whose weights file is in ``models_dir``, the same weights
+    (sha256). Returns each model's local weights (None where the file is missing: the build trains
+    it, as the planted shortcut's). :class:`EvidenceSnapshotError` says what differs otherwise."""
     fix = "rebuild the snapshot with `make demo-evidence`, or let the build compute the evidence"
-    if prov.get("schema_version") != SCHEMA_VERSION:
-        raise EvidenceSnapshotError(f"the evidence snapshot has schema version {prov.get('schema_version')}, "
-                                    f"this cxrxai writes {SCHEMA_VERSION}: {fix}")
+    version = prov.get("schema_version")
+    if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+        raise EvidenceSnapshotError(f"the evidence snapshot has schema version {version}, this cxrxai "
+                                    f"reads 1 to {SCHEMA_VERSION} (an older one is migrated): {fix}")
     if prov.get("phantom_config") != phantom_config:
         raise EvidenceSnapshotError(f"the evidence snapshot is of the phantoms {prov.get('phantom_config')}, "
                                     f"this build renders {phantom_config}: {fix}")

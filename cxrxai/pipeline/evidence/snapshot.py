@@ -4,14 +4,17 @@ A snapshot is a folder of Parquet files, one per shipped table
 (:func:`~cxrxai.store.shipped_tables`: every table of the schema but the phantom cases, and of the
 maps those at their explainer's own grid), and ``provenance.json`` (:mod:`.provenance`). The demo
 build imports it into a store it has just created, after registering the cases and the model, when
-it belongs to these weights, schema and phantoms (:func:`.provenance.check`); the background build
-then skips the steps the snapshot holds complete (:func:`skip_covered`) and computes the rest.
+it belongs to these weights and phantoms (:func:`.provenance.check`; a snapshot of an older schema
+version is migrated as an old store is); the background build then skips the steps the snapshot
+holds complete (:func:`skip_covered`) and computes the rest, and the steps whose sources changed
+since the snapshot was built (:func:`.step_sources.stale_steps`: recomputed, their rows replaced).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import tempfile
 import time
 from dataclasses import fields, replace
 from pathlib import Path
@@ -19,14 +22,22 @@ from pathlib import Path
 from ... import paths
 from ...data.demo import cache_files, load_demo, shipped_annotations
 from ...data.phantom import PhantomConfig
-from ...errors import EvidenceSnapshotError, UnknownNameError
+from ...errors import EvidenceSnapshotError, StoreError, UnknownNameError
 from ...models.spec import ModelSpec
-from ...store import export_table, import_table, open_store, shipped_tables
+from ...store import (
+    DECLARED_TABLES,
+    SCHEMA_VERSION,
+    export_table,
+    import_table,
+    migrate_snapshot,
+    open_store,
+    shipped_tables,
+)
 from ...store.status import read_status
 from ..maps import MapPlan
 from ..runner import Stage
 from ..stages import get_stage
-from . import provenance
+from . import provenance, step_sources
 from .provenance import PHANTOMS, PROVENANCE, completed_steps, sha256
 
 __all__ = ["SNAPSHOT_META", "SNAPSHOT_STEP", "covered_steps", "export_snapshot", "import_snapshot",
@@ -81,7 +92,9 @@ def export_snapshot(store_path: str | Path, folder: str | Path, *, dataset: str 
             "models": _models(store),
             "evidence_complete": bool(store.meta("evidence_built_at")),
             "steps": steps,
-            "tables": {t: export_table(store, t, folder / f"{t}.parquet") for t in shipped_tables()},
+            "step_sources": step_sources.stage_hashes(steps),
+            "tables": {t: export_table(store, t, folder / f"{t}.parquet") for t in shipped_tables()
+                       if t not in DECLARED_TABLES or store.has_table(t)},
         }
     prov["phantom_annotations"] = _ship_annotations(store_path, folder / PHANTOMS, dataset)
     (folder / PROVENANCE).write_text(json.dumps(prov, indent=1) + "\n")
@@ -120,9 +133,11 @@ def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
                     phantom_config: dict | None) -> dict:
     """Add the snapshot in ``folder`` to the store ``writer`` writes (one that has no results yet)
     and record its provenance under :data:`SNAPSHOT_META`; each model whose weights are in
-    ``models_dir`` is registered with them. Returns what was imported, or ``{"refused": why}``
-    when the snapshot does not belong to these weights, schema or phantoms (the build then
-    computes everything), or ``{"skipped": why}``."""
+    ``models_dir`` is registered with them. A snapshot of an older schema version is migrated
+    first; its steps whose sources changed since are left out of the steps it holds complete
+    (``recomputed_steps``: the build computes them again). Returns what was imported, or
+    ``{"refused": why}`` when the snapshot does not belong to these weights or phantoms, or is of
+    a newer schema (the build then computes everything), or ``{"skipped": why}``."""
     folder = Path(folder)
     if phantom_config is None:
         return {"skipped": "the dataset has no phantom configuration to compare"}
@@ -133,22 +148,46 @@ def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
     try:
         prov = provenance.read(folder)
         local = provenance.check(prov, models_dir=models_dir, phantom_config=phantom_config)
-        unknown = sorted(set(prov.get("tables", {})) - set(shipped_tables()))
-        if unknown:
-            raise EvidenceSnapshotError(
-                f"the evidence snapshot has tables {unknown} this schema does not ship")
     except EvidenceSnapshotError as err:
         return {"refused": str(err)}
     t0 = time.monotonic()
-    rows = {t: import_table(writer, t, folder / f"{t}.parquet") for t in prov["tables"]}
+    try:
+        rows = _import_tables(writer, folder, prov)
+    except EvidenceSnapshotError as err:
+        return {"refused": str(err)}
+    stale = step_sources.stale_steps(prov)
     for spec in writer.models().spec:  # the models table came without paths: this machine's weights
         spec = ModelSpec.from_json(spec)
         if local.get(spec.name) is not None:
             writer.put_model(spec, weights_path=str(paths.absolute(local[spec.name])))
-    writer.set_meta(SNAPSHOT_META, json.dumps({k: v for k, v in prov.items() if k != "tables"}))
-    return {"rows": rows, "steps": len(prov.get("steps", [])), "complete": prov.get("evidence_complete"),
-            "code_version": prov.get("code_version"), "seconds": round(time.monotonic() - t0, 1),
+    kept = [s for s in prov.get("steps", []) if s not in stale]
+    writer.set_meta(SNAPSHOT_META, json.dumps({**{k: v for k, v in prov.items() if k != "tables"},
+                                               "steps": kept, "recomputed_steps": stale}))
+    return {"rows": rows, "steps": len(kept), "recomputed_steps": stale,
+            "left_out": sorted(set(prov.get("tables", {})) - set(rows)),
+            "complete": prov.get("evidence_complete"), "code_version": prov.get("code_version"),
+            "seconds": round(time.monotonic() - t0, 1),
             "without_local_weights": sorted(m for m, p in local.items() if p is None)}
+
+
+def _import_tables(writer, folder: Path, prov: dict) -> dict[str, int]:
+    """Each table of the snapshot into ``writer``'s store, the schema's migrated first when the
+    snapshot is of an older version (a file not of the version it says: an
+    :class:`EvidenceSnapshotError`, before anything is written); a table no stage declares any
+    more is left out."""
+    tables = [t for t in prov.get("tables", {}) if t in shipped_tables()]
+    version = prov["schema_version"]
+    files = {t: folder / f"{t}.parquet" for t in tables}
+    with tempfile.TemporaryDirectory() as tmp:
+        if version < SCHEMA_VERSION:
+            try:
+                migrate_snapshot(folder, [t for t in tables if t not in DECLARED_TABLES], version, tmp)
+            except StoreError as err:
+                raise EvidenceSnapshotError(f"the evidence snapshot cannot be migrated: {err}") from None
+            schema = [t for t in shipped_tables() if t not in DECLARED_TABLES]
+            files = {**{t: Path(tmp) / f"{t}.parquet" for t in schema}, **{
+                t: p for t, p in files.items() if t in DECLARED_TABLES}}
+        return {t: import_table(writer, t, path) for t, path in files.items()}
 
 
 def snapshot_stage(folder: str | Path, models_dir: str | Path) -> Stage:
