@@ -94,7 +94,9 @@ sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
     ui.table(sweep)
-    st.caption("Seconds per map as timed where each map was computed (`timed_on`)." + (
+    st.caption(f"Maps stored per setting: {viz.sweep_counts(sweep)}. Metrics on the cases every stored "
+               "setting has (`cases_scored`). Seconds per map as timed where each map was computed "
+               "(`timed_on`)." + (
         " This store started from the demo's shipped evidence snapshot: its maps were timed on the machine "
         "that built it (`data_cache/evidence/provenance.json`), not this one."
         if store.meta(SNAPSHOT_META) else ""))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..explain import Setting, get, method_names, native_map
+from ..store import SWEEP_PLAN_META
 from .sampling import available, image_rank, positive_pairs, sample_pairs, sweep_cases
 from .stages import stage
 from .units import compute_unit, map_units, store_values, unit_image_ids, unit_size
@@ -215,6 +216,9 @@ def sweep_stage(ctx, plan: MapPlan | None = None) -> dict:
     model = ctx.model
     pairs = available(ctx, positive_pairs(ctx.writer, ctx.dataset, plan.split, model.spec.labels))
     cases = sweep_cases(pairs, plan.sweep_cases, plan.seed)
+    # the plan first: an interrupted sweep then says which settings lack how many maps
+    ctx.writer.set_meta(SWEEP_PLAN_META.format(model_id=model.spec.name),
+                        json.dumps({"cases": len(cases), "settings": [list(s) for s in plan.sweep]}))
     report = {}
     for patch, stride in plan.sweep:
         setting = Setting.of("occlusion", {"patch": patch, "stride": stride}, spec=model.spec)

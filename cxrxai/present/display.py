@@ -16,6 +16,7 @@ __all__ = [
     "ranking_display",
     "reliance_display",
     "shortcut_display",
+    "sweep_counts",
     "value_text",
     "verdict_table",
 ]
@@ -31,6 +32,19 @@ def value_text(value: float, why: str, *, digits: int = 3) -> str:
     ('0.123', 'no cases')
     """
     return why if value is None or value != value else f"{value:.{digits}f}"
+
+
+def sweep_counts(sweep: pd.DataFrame) -> str:
+    """The maps each sweep setting has stored of those planned, where the store recorded the plan.
+
+    >>> sweep_counts(pd.DataFrame({"patch": [16, 8], "stride": [8, 8], "maps": [1, 3],
+    ...                            "maps_planned": [5, None]}))
+    '16/8: 1 of 5 planned; 8/8: 3 stored (plan not recorded)'
+    """
+    planned = sweep["maps_planned"] if "maps_planned" in sweep else [None] * len(sweep)
+    return "; ".join(f"{p}/{s}: {k} of {int(n)} planned" if n is not None and n == n
+                     else f"{p}/{s}: {k} stored (plan not recorded)"
+                     for p, s, k, n in zip(sweep["patch"], sweep["stride"], sweep["maps"], planned))
 
 
 def decision_text(prob: float, threshold: float, outcome) -> str:

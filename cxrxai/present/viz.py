@@ -23,6 +23,7 @@ from .display import (
     ranking_display,
     reliance_display,
     shortcut_display,
+    sweep_counts,
     value_text,
     verdict_table,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "shortcut_differences",
     "shortcut_display",
     "similarity_boxes",
+    "sweep_counts",
     "sweep_lines",
     "value_text",
     "verdict_table",
@@ -172,19 +174,39 @@ def _colour(g: pd.DataFrame, by: list[str], k: int) -> str:
     return group_colour({c: str(g[c].iloc[0]) for c in by}, PALETTE[k % len(PALETTE)])
 
 
+#: Half the height of the mark a rate of 0 is drawn as: a bar of height 0 is not drawn, and a group
+#: whose positives were all missed must be seen and opened like any other.
+ZERO_MARK = 0.015
+
+
+def _zero_marks(g: pd.DataFrame, rate: str, n: pd.Series) -> dict:
+    """A bar trace's ``base``, heights, whiskers, outlines and texts: a rate of 0 as a short outlined
+    mark straddling 0, labelled "0 of n", its whisker from 0; every other value a plain bar from 0."""
+    values, zero = g[rate], (g[rate] == 0).to_numpy()
+    top = np.where(zero, ZERO_MARK, values)  # where a whisker starts: the value, the mark's top for a 0
+    return dict(base=np.where(zero, -ZERO_MARK, 0.0), y=np.where(zero, 2 * ZERO_MARK, values),
+                text=[f"0 of {k}" if z else "" for z, k in zip(zero, n)],
+                error_y=dict(type="data", symmetric=False, array=g[f"{rate}_upper"] - top,
+                             arrayminus=np.where(zero, ZERO_MARK, values - g[f"{rate}_lower"])),
+                line=dict(color=np.where(zero, "black", "rgba(0,0,0,0)"), width=np.where(zero, 1.5, 0)))
+
+
 def rate_bars(
     rates: pd.DataFrame, by: list[str], *, rate: str = "tpr", title: str | None = None
 ) -> go.Figure:
-    """Grouped bars of a rate per finding and group with CI whiskers and n; small groups hatched."""
+    """Grouped bars of a rate per finding and group with CI whiskers and n; small groups hatched; a
+    rate of 0 (every positive missed, say) an outlined mark at 0 with its n, clickable as any bar,
+    unlike a group with no case, which has no bar."""
     fig = go.Figure()
     names = _group_name(rates, by)
     denom = "n_neg" if rate == "fpr" else "n_pos" if rate in ("tpr", "fnr") else "n"
     for k, (name, g) in enumerate(rates.groupby(names, sort=True)):
+        mark = _zero_marks(g, rate, g[denom])
         fig.add_bar(
-            name=name, x=g["label"], y=g[rate],
-            error_y=dict(type="data", symmetric=False, array=g[f"{rate}_upper"] - g[rate],
-                         arrayminus=g[rate] - g[f"{rate}_lower"]),
-            marker=dict(color=_colour(g, by, k), pattern_shape=np.where(g["small"], "/", "")),
+            name=name, x=g["label"], y=mark["y"], base=mark["base"], error_y=mark["error_y"],
+            text=mark["text"], textposition="outside", cliponaxis=False,
+            marker=dict(color=_colour(g, by, k), pattern_shape=np.where(g["small"], "/", ""),
+                        line=mark["line"]),
             customdata=np.column_stack([g["label"], *(g[c].astype(str) for c in by), g[denom]]),
             hovertext=[f"{lab} · {name}: {rate.upper()} {value_text(v, 'not defined (no case)')}<br>n = {k}"
                        for lab, v, k in zip(g["label"], g[rate], g[denom])],
@@ -192,10 +214,11 @@ def rate_bars(
         )
     empty = int(rates[rate].isna().sum())
     gaps = f"; {empty} group{'s' * (empty != 1)} with no case: no bar" if empty else ""
+    zeros = "; rate 0: outlined mark, 0 of n" if (rates[rate] == 0).any() else ""
     fig.update_layout(
-        title=title or f"{rate.upper()} by {' × '.join(by)} (95% CI; hatched: fewer than 10{gaps})",
+        title=title or f"{rate.upper()} by {' × '.join(by)} (95% CI; hatched: fewer than 10{zeros}{gaps})",
         barmode="group",
-        yaxis=dict(range=[0, 1.05], title=rate.upper()),
+        yaxis=dict(range=[-2 * ZERO_MARK, 1.05], title=rate.upper()),
         clickmode="event+select",
         **_LAYOUT,
     )

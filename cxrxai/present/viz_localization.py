@@ -102,7 +102,9 @@ def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
         xaxis_title="patch / stride (px)",
         yaxis=dict(title="metric", range=[0, 1]),
         yaxis2=dict(title="seconds", overlaying="y", side="right"),
-        **_LAYOUT,
+        # below the plot: at the right it covered the top of the seconds axis
+        **{**_LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.22, x=0),
+           "margin": {**_LAYOUT["margin"], "b": 60}},
     )
     return fig
 

@@ -14,11 +14,11 @@ from .. import stats
 from ..errors import StoreError, UnknownNameError
 from ..explain import setting_names
 from ..metrics import registry as metric_registry
-from ..store import Store
+from ..store import SWEEP_PLAN_META, Store
 from ._cases import localization_cases, need, require_metrics, with_metrics
 from ._registry import report
 
-__all__ = ["explainer_ranking", "explainer_table", "fidelity_summary", "occlusion_sweep"]
+__all__ = ["explainer_ranking", "explainer_table", "fidelity_summary", "occlusion_sweep", "sweep_plan"]
 
 #: The explainer ranking's columns; the metric's own comes after ``n``.
 RANKING_COLUMNS = ["label", "rank", "explainer", "n", "vs", "n_paired", "difference", "lower", "upper",
@@ -127,13 +127,34 @@ def _with_ci(values: pd.Series, metric: str) -> dict:
     return {metric: float(v.mean()), f"{metric}_lower": b["lower"], f"{metric}_upper": b["upper"]}
 
 
+def sweep_plan(store: Store, model_id: str) -> tuple[int | None, list[tuple[int, int]]]:
+    """The cases and (patch, stride) settings the sweep of ``model_id`` planned; ``(None, [])`` for a
+    store built before the stage recorded its plan."""
+    plan = json.loads(store.meta(SWEEP_PLAN_META.format(model_id=model_id)) or "{}")
+    return plan.get("cases"), [tuple(s) for s in plan.get("settings", [])]
+
+
+def _sweep_row(key: str, g: pd.DataFrame, c: pd.DataFrame, names: list[str]) -> dict:
+    """One setting's row: its grid, the maps stored (``g``), their time, the shared cases scored."""
+    p = json.loads(key)
+    row = {"patch": p["patch"], "stride": p["stride"],
+           "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}", "maps": len(g),
+           "seconds_mean": float(g["seconds"].mean()),
+           "timed_on": ", ".join(sorted(set(g["device"].dropna()))), "cases_scored": len(c)}
+    for name in names:
+        row.update(_with_ci(c[name], name))
+    return row
+
+
 @report("occlusion-sweep", "thesis Fig. 3 and Table S4: occlusion patch/stride sweep with timings")
 def occlusion_sweep(
     store: Store, model_id: str, *, slice_: str = "positive", shared: bool = True
 ) -> pd.DataFrame:
-    """Thesis Fig. 3 / Table S4 per patch/stride: grid, s/map (``timed_on``: the devices the maps
-    were computed on) and every metric of the ``sweep`` view with CIs; ``shared``: only the (image,
-    finding) pairs every setting has (the demo has 32/16 on 240), so points compare."""
+    """Thesis Fig. 3 / Table S4 per patch/stride: grid, the maps stored of those planned
+    (``maps``, ``maps_planned``: an interrupted sweep has fewer; a planned setting with none has
+    a row), s/map (``timed_on``: the devices the maps were computed on) and every metric of the
+    ``sweep`` view with CIs; ``shared``: metrics only on the (image, finding) pairs every stored
+    setting has (the demo has 32/16 on 240), so points compare (``cases_scored``)."""
     idx = need(
         store.map_index(model_id=model_id, method="occlusion"), store, "occlusion maps", "sweep", model_id
     )
@@ -142,19 +163,16 @@ def occlusion_sweep(
     cases = with_metrics(cases, names)
     if shared:
         common = set.intersection(*(set(zip(g.image_id, g.label)) for _, g in idx.groupby("params_key")))
-        idx, cases = (d[[p in common for p in zip(d.image_id, d.label)]] for d in (idx, cases))
-    rows = []
-    for key, g in idx.groupby("params_key"):
-        p = json.loads(key)
-        c = cases[cases.params_key == key]
-        row = {"patch": p["patch"], "stride": p["stride"],
-               "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}", "maps": len(g),
-               "seconds_mean": float(g["seconds"].mean()),
-               "timed_on": ", ".join(sorted(set(g["device"].dropna()))), "cases_scored": len(c)}
-        for name in names:
-            row.update(_with_ci(c[name], name))
-        rows.append(row)
-    return pd.DataFrame(rows).sort_values(["patch", "stride"], ascending=False).reset_index(drop=True)
+        cases = cases[[p in common for p in zip(cases.image_id, cases.label)]]
+    rows = [_sweep_row(key, g, cases[cases.params_key == key], names) for key, g in idx.groupby("params_key")]
+    planned, settings = sweep_plan(store, model_id)
+    stored = {(r["patch"], r["stride"]) for r in rows}
+    rows += [{"patch": p, "stride": s, "maps": 0, "cases_scored": 0}
+             for p, s in settings if (p, s) not in stored]  # planned, none stored yet
+    out = pd.DataFrame(rows).sort_values(["patch", "stride"], ascending=False).reset_index(drop=True)
+    out.insert(out.columns.get_loc("maps") + 1, "maps_planned",
+               [planned if (p, s) in settings else None for p, s in zip(out.patch, out.stride)])
+    return out
 
 
 FIDELITY_MEASURES = ["faithfulness", "audc_black", "auic_black", "audc_diff_black", "audc_mean", "auic_mean",

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["main_rows", "main_settings"]
+__all__ = ["SWEEP_PLAN_META", "main_rows", "main_settings"]
+
+#: The meta key of a model's occlusion sweep plan, ``{"cases": n, "settings": [[patch, stride], ...]}``:
+#: the sweep stage writes it before its first map, so an interrupted sweep says what it lacks.
+SWEEP_PLAN_META = "sweep_plan:{model_id}"
 
 
 def main_settings(counts: pd.DataFrame, defaults: dict[str, str]) -> pd.DataFrame:
