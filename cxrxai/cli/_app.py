@@ -28,7 +28,7 @@ def _add_app(p: argparse.ArgumentParser) -> None:
         "streamlit_args",
         nargs=argparse.REMAINDER,
         help="after --, options for `streamlit run` (e.g. -- --server.address 0.0.0.0; read the README's "
-        "'Serving beyond localhost' first)",
+        "'Serving' section first)",
     )
 
 

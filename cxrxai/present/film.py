@@ -96,10 +96,9 @@ def _reader_traces(masks: dict, boxes: Iterable, points: Iterable, f: float) -> 
             if r == reader:
                 bx += [x, x + w, x + w, x, x, None]
                 by += [y, y, y + h, y + h, y, None]
-        if bx:
-            traces.append(
-                go.Scatter(x=bx, y=by, mode="lines", line=line, name=f"{name} box", legendgroup=reader)
-            )
+        if bx:  # a reader's boxes are its mask's outline (a box-only truth): one legend entry
+            traces.append(go.Scatter(x=bx, y=by, mode="lines", line=line, legendgroup=reader,
+                                     name=f"{name} box", showlegend=reader not in masks))
         pts = [p for r, p in points if r == reader]
         if pts:
             traces.append(
@@ -306,7 +305,7 @@ def film_grid(panels: list[dict], *, columns: int = 2, mode: str = "normalized",
         fig.add_trace(_image_trace(rgb, image.shape, size), row=row, col=col)
         for trace in extra + _reader_traces(panel.get("masks") or {}, list(panel.get("boxes", ())),
                                             list(panel.get("points", ())), f):
-            if trace.name:
+            if trace.name and trace.showlegend is not False:  # a mask's boxes: under the mask's entry
                 trace.showlegend = trace.name not in legend_seen
                 legend_seen.add(trace.name)
             fig.add_trace(trace, row=row, col=col)

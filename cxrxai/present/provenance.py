@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import DataError
+from ..explain import method_names
+from ..store import main_settings
 
 __all__ = ["INTERVALS", "read_export", "report_provenance", "store_provenance", "table_provenance",
            "with_header"]
@@ -80,7 +82,7 @@ def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, opti
     if counts.empty:
         return f"{method}: no stored maps" if method else "no stored maps"
     gone = _without_rows(counts, table)
-    listed = "; ".join(f"{r.method} {r.params_key} ({r.n:,} maps)" for r in counts.itertuples()
+    listed = "; ".join(f"{r.method} {r.params_key} ({r.n:,} {r.unit})" for r in counts.itertuples()
                        if r.method not in gone)
     return listed or "none with a row in this table (see: explainers without rows)"
 
@@ -88,13 +90,22 @@ def _explainer_params(store, model_id: str, name: str, table: pd.DataFrame, opti
 def _stored_settings(store, model_id: str, name: str, options: dict) -> tuple[pd.DataFrame, str | None]:
     """(method, params_key, n maps) of the settings a report scores, and its ``method`` option."""
     method = _EVERY_SETTING.get(name, options.get("method"))
-    every = name in _EVERY_SETTING or options.get("settings") == "all"
-    counts = (
-        store.map_settings(model_id, method=method)
-        if every
-        else store.main_map_settings(model_id, method=method)
-    )
+    counts = _with_scored(store, model_id, store.map_settings(model_id, method=method), method)
+    if not (name in _EVERY_SETTING or options.get("settings") == "all"):
+        counts = main_settings(counts, store.default_settings(model_id))
     return counts, method
+
+
+def _with_scored(store, model_id: str, maps: pd.DataFrame, method: str | None) -> pd.DataFrame:
+    """``maps`` (method, params_key, n maps) with a ``unit``, and the explainer settings scored in
+    ``localization`` that have no stored map (a build may score a map and not keep it: IG and
+    GradientSHAP at full resolution), counted in scored rows."""
+    scored = store.scored_settings("localization", model_id)
+    have = set(zip(maps["method"], maps["params_key"]))
+    keep = [m in method_names() and (m, k) not in have and method in (None, m)  # not a baseline or reader
+            for m, k in zip(scored["method"], scored["params_key"])]
+    return pd.concat([maps.assign(unit="maps"), scored[keep].assign(unit="scored rows; maps not stored")],
+                     ignore_index=True)
 
 
 def _without_rows(counts: pd.DataFrame, table: pd.DataFrame) -> list[str]:
@@ -118,9 +129,10 @@ def _no_rows(store, model_id: str, name: str, table: pd.DataFrame, options: dict
         return {}
     cases = (f"a {str(options['slice']).replace('_', '-')} case" if options.get("slice")
              else "a case this report counts")
-    maps = counts[counts.method.isin(gone)].groupby("method", sort=False)["n"].sum()
-    return {"explainers without rows": "; ".join(
-        f"{m} ({n:,} maps): no row, none of its maps was scored on {cases}" for m, n in maps.items())}
+    maps = counts[counts.method.isin(gone)].groupby("method", sort=False).agg(n=("n", "sum"),
+                                                                               unit=("unit", "first"))
+    return {"explainers without rows": "; ".join(f"{m} ({r.n:,} {r.unit}): no row, none of its maps was "
+                                                 f"scored on {cases}" for m, r in maps.iterrows())}
 
 
 def _thresholds(store, model_id: str, spec: dict) -> str:
@@ -136,9 +148,11 @@ def report_provenance(
 ) -> dict[str, str]:
     """The header of report ``name``'s export: report, store, model, thresholds, explainer
     parameters, options (defaults filled in), seed and interval method."""
-    from ..reports import REPORTS, report_options
+    from ..reports import REPORTS, report_options, split_used
 
     opts = {**report_options(name), **{k.rstrip("_"): v for k, v in options.items()}}
+    if "split" in opts:  # the split evaluated, by name, not the default's None
+        opts["split"] = split_used(store, model_id, opts["split"])
     models = store.models()
     row = models[models.model_id == model_id]
     spec = json.loads(row.spec.iloc[0]) if len(row) and isinstance(row.spec.iloc[0], str) else {}

@@ -17,7 +17,7 @@ its reports where it defines them:
 from __future__ import annotations
 
 from ._cases import localization_cases
-from ._registry import REPORTS, Report, metric_choices, report, report_options, run_report
+from ._registry import REPORTS, Report, metric_choices, report, report_options, run_report, split_used
 from .arun import degradation_thresholds, randomization_curves, similarity_scores, trust_table
 from .compare import model_comparison, model_disagreements, subgroup_gaps
 from .performance import performance
@@ -59,6 +59,7 @@ __all__ = [
     "shortcut_explainers",
     "shortcut_reliance",
     "similarity_scores",
+    "split_used",
     "subgroup_gaps",
     "subgroup_tpr",
     "trust_table",

@@ -14,8 +14,9 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..metrics import registry as metric_registry
 from ..store import Store
+from ..summaries import ALL, resolve_split
 
-__all__ = ["REPORTS", "Report", "metric_choices", "report", "report_options", "run_report"]
+__all__ = ["REPORTS", "Report", "metric_choices", "report", "report_options", "run_report", "split_used"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,12 @@ def report_options(name: str) -> dict[str, object]:
     """The options of report ``name`` with their defaults (``slice_`` is spelled ``slice``)."""
     params = list(inspect.signature(_get(name).fn).parameters.values())[2:]
     return {p.name.rstrip("_"): p.default for p in params}
+
+
+def split_used(store: Store, model_id: str, split: str | None) -> str:
+    """The split a report's ``split`` option evaluates, by name: ``None`` is the test split where the
+    model has predictions there, else ``all`` (every image it has a prediction for)."""
+    return resolve_split(store, model_id, split) or ALL
 
 
 def metric_choices(name: str) -> list[str]:

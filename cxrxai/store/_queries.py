@@ -116,8 +116,7 @@ class Queries(MetricTableQueries, AuditQueries):
         counts = self.table_counts()
         datasets = self.datasets()
         models = self.models()
-        explainers = (self._df("SELECT DISTINCT method FROM maps ORDER BY method")["method"].tolist()
-                      if counts.get("maps") else [])
+        explainers = self._explainers(counts)
         labels = sorted({str(lab) for labs in datasets.get("labels", []) if labs is not None for lab in labs})
         return {
             "schema_version": self.schema_version(),
@@ -130,6 +129,13 @@ class Queries(MetricTableQueries, AuditQueries):
             "explainers": explainers,
             "problems": self.problem_counts().to_dict("records"),
         }
+
+    def _explainers(self, counts: dict[str, int]) -> list[str]:
+        """Every explainer with stored maps or scored rows (a build may score a map and not keep it)."""
+        parts = ["SELECT method FROM maps"] if counts.get("maps") else []
+        if counts.get("localization") and "source" in self._columns("localization"):
+            parts.append("SELECT method FROM localization WHERE source = 'explainer'")
+        return self._df(" UNION ".join(parts) + " ORDER BY method")["method"].tolist() if parts else []
 
     def problems(self, *, dataset: str | None = None) -> pd.DataFrame:
         """Bad rows and files the adapters and stages left out, and what was done about each."""
