@@ -16,13 +16,19 @@ MODEL  := data_cache/models/demo-densenet121.pt
 # every Python process the run starts would compile the package and the tests again.
 PYTEST_PARALLEL ?= -n $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 ))) --maxprocesses 5 --dist loadfile --no-loadscope-reorder
 
-.PHONY: app test demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
+.PHONY: app test test-quick demo demo-evidence train train-extra train-shortcut bench install install-test clean-demo
 
 app: $(STORE)
 	$(BIN)/streamlit run app.py
 
 test: $(VENV)/.test-installed
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
+
+# The inner loop (313 s of CPU, docs/testing.md): the unit and contract tests, without the tests marked as
+# driving Chromium, starting Ray or a server, recomputing evidence, or slow (pyproject's markers).
+QUICK := not slow and not browser and not ray and not evidence and not server
+test-quick: $(VENV)/.test-installed
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "$(QUICK)" --durations=15
 
 demo: $(VENV)/.installed
 	$(BIN)/python -m cxrxai demo

@@ -18,6 +18,9 @@ from cxrxai.pipeline import background
 from cxrxai.store import open_store, write_store
 from cxrxai.store.status import same_process
 
+#: Background builds and their servers as processes (not in `make test-quick`).
+pytestmark = pytest.mark.server
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_BUILD = """

@@ -114,11 +114,13 @@ def seeded_sample_recomputes_equal(table: str) -> None:
     assert differences(rows, again, CHECKS[table].key) == []
 
 
+@pytest.mark.evidence
 @pytest.mark.parametrize("table", shipped_checks(costly=False))
 def test_a_seeded_sample_of_shipped_rows_recomputes_equal(table):
     seeded_sample_recomputes_equal(table)
 
 
+@pytest.mark.evidence
 def test_a_changed_number_fails(tmp_path, prov):
     copy = tmp_path / "evidence"
     shutil.copytree(SNAPSHOT, copy)

@@ -33,6 +33,9 @@ from cxrxai.pipeline.trust import FidelityPlan, TrustPlan
 from cxrxai.reports.thesis import occlusion_sweep
 from cxrxai.store import open_store, write_store
 
+#: Builds a tiny evidence store and recomputes samples of it (not in `make test-quick`).
+pytestmark = pytest.mark.evidence
+
 SEED = 7
 #: The evidence stages at a handful of cases and cheap settings (a check reads a map's setting from
 #: its row; the fidelity's iterations are the demo's).

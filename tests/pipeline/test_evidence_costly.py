@@ -8,6 +8,7 @@ import pytest
 from test_evidence import seeded_sample_recomputes_equal, shipped_checks
 
 
+@pytest.mark.evidence
 @pytest.mark.parametrize("table", shipped_checks(costly=True))
 def test_a_seeded_sample_of_costly_shipped_rows_recomputes_equal(table):
     seeded_sample_recomputes_equal(table)

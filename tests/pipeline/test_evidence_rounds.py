@@ -34,6 +34,9 @@ from cxrxai.pipeline.trust import TrustPlan, trust_stage
 from cxrxai.store import open_store, write_store
 
 
+#: The evidence in rounds: builds run (not in `make test-quick`).
+pytestmark = pytest.mark.evidence
+
 def _pairs(rows: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame([(img, lab) for lab, imgs in rows.items() for img in imgs], columns=["image_id", "label"])
 

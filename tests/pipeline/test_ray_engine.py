@@ -24,7 +24,7 @@ from cxrxai.cli import main
 from cxrxai.store import open_store
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 from e2e.test_published_layouts import _checkpoint  # noqa: E402
