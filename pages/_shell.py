@@ -38,7 +38,7 @@ _ROUTING = threading.local()
 # --------------------------------------------------------------------------- routing
 SECTIONS = {
     "Audit": [("overview", "Overview", "dashboard"), ("explorer", "Image explorer", "image_search"),
-              ("subgroups", "Subgroups", "groups")],
+              ("subgroups", "Subgroups", "groups"), ("compare", "Compare models", "compare_arrows")],
     "Explanations": [("benchmark", "Explainer benchmark", "leaderboard"),
                      ("geometry", "Geometry & confidence", "scatter_plot"), ("trust", "Trust", "verified"),
                      ("fidelity", "Fidelity", "stacked_line_chart")],

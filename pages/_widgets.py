@@ -23,7 +23,7 @@ from pages._cache import predicted_models, session_memo, version
 from pages._state import kept
 
 __all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "content_key", "decimals", "download_csv",
-           "download_png", "escape_markdown", "explainer_select", "metric_select",
+           "download_dossier", "download_png", "escape_markdown", "explainer_select", "metric_select",
            "missing", "missing_caption", "pick_model", "recalled", "remember", "selected_points",
            "session_owner", "table"]
 
@@ -115,6 +115,18 @@ def escape_markdown(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- downloads
+def download_dossier(store: Store, model_id: str, *, vs: str | None = None, correction: str = "holm",
+                     key: str) -> None:
+    """"Download the audit dossier": the file `python -m cxrxai dossier` writes (the same function),
+    built when clicked (a few seconds) on Streamlit's download thread, never on a page rerun."""
+    from cxrxai.dossier import build_dossier
+
+    name = f"audit-{model_id}" + (f"-vs-{vs}" if vs else "") + ".html"
+    st.download_button("Download the audit dossier (HTML, opens offline, prints on A4)", key=key,
+                       data=lambda: build_dossier(store, model_id, vs=vs, correction=correction),
+                       file_name=name, mime="text/html", icon=":material/description:")
+
+
 def download_csv(df: pd.DataFrame, name: str, *, key: str, store: Store, what: str | None = None,
                  **context) -> None:
     """Every CSV download of the app, under a provenance header (``# key: value`` lines): a report's

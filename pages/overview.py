@@ -102,6 +102,7 @@ else:
     )
     ui.table(perf)
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf", store=store)
+ui.download_dossier(store, model_id, key="dl_dossier")
 thresholds = store.thresholds(model_id)
 if not thresholds.empty:
     st.caption("Decision thresholds (probability ≥ threshold is positive); method says where each came "

@@ -13,7 +13,7 @@ from cxrxai.cli import commands, main
 from cxrxai.labels import DEMO_LABELS
 
 #: The commands the README documents.
-DOCUMENTED = ["app", "audit-data", "bench", "demo", "explain", "export", "import-predictions", "info", "phantom",
+DOCUMENTED = ["app", "audit-data", "bench", "demo", "dossier", "explain", "export", "import-predictions", "info", "phantom",
               "precompute", "report", "reroot", "score", "train", "train-shortcut"]
 
 

@@ -24,7 +24,7 @@ from ._findings import findings
 from ._html import document
 from ._views import SECTIONS, Context, Text, section
 
-__all__ = ["SECTIONS", "build_dossier", "section", "write_dossier"]
+__all__ = ["SECTIONS", "build_dossier", "comparison_sentence", "section", "write_dossier"]
 
 
 def _identity(ctx: Context) -> str:
@@ -62,6 +62,20 @@ def _identity(ctx: Context) -> str:
             )
     items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in facts.items())
     return f'<dl class="identity">{items}</dl>'
+
+
+def comparison_sentence(store: Store, model_id: str, vs: str, *, correction: str = "holm",
+                        frame=None) -> str:
+    """The dossier's first finding — is ``model_id`` worse than ``vs``, for anyone? — as the Compare
+    page shows it (the same function; ``frame``: the ``model-comparison`` report the page already
+    read with these options)."""
+    from ._content import comparison_view
+    from ._findings import comparison_finding
+
+    ctx = Context(store, model_id, vs, correction=correction)
+    if frame is not None:
+        ctx.given(comparison_view(ctx), frame)
+    return comparison_finding(ctx) or ""
 
 
 @section("summary", "Summary", order=10)

@@ -61,7 +61,12 @@ def comparison_section(ctx: Context) -> list:
     if not ctx.vs:
         return [Text("No model to compare with: `python -m cxrxai dossier … --vs OLD_MODEL` audits this "
                      "model against the one it replaces, on the images both predicted.")]
-    return [ctx.table(comparison_view(ctx)), ctx.table(disagreements_view(ctx))]
+    view = comparison_view(ctx)
+    blocks: list = [ctx.table(view)]
+    cmp = ctx.run(view)
+    if not isinstance(cmp, Missing):
+        blocks.append(Figure("New − old with 95% CIs", viz.comparison_forest(cmp)))
+    return [*blocks, ctx.table(disagreements_view(ctx))]
 
 
 @section("data", "Data", order=20)

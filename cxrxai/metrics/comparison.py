@@ -22,7 +22,7 @@ from scipy.stats import rankdata
 
 from ..errors import MetricError, UnknownNameError
 
-__all__ = ["CORRECTIONS", "adjust", "delong_paired", "paired_rates", "two_proportions"]
+__all__ = ["CORRECTIONS", "adjust", "delong_ci", "delong_paired", "paired_rates", "two_proportions"]
 
 #: Family corrections: statsmodels ``multipletests`` names, and how a document names them.
 CORRECTIONS = {"holm": "Holm (family-wise error rate)",
@@ -125,6 +125,33 @@ def delong_paired(y, score_new, score_old) -> dict[str, float]:
         "z": float(z),
         "p": p,
     }
+
+
+def delong_ci(y, score) -> tuple[float, float, float]:
+    """``(auroc, lower, upper)``: one model's AUROC with DeLong's 95 % interval (its variance
+    S10/m + S01/n from the structural components, as pROC's default ``ci.auc``), clipped to [0, 1];
+    NaN without both classes, no interval from fewer than 5 cases of a class (``stats.MIN_CI_N``).
+    O(n log n): the interval a bootstrap would take minutes for at MIMIC-CXR's size.
+
+    Examples
+    --------
+    Positives 5, 6, 0, 1, 2 against negatives 0 … 4: 14.5 of 25 pairs ordered (ties ½).
+
+    >>> [round(float(v), 4) for v in delong_ci([0, 0, 0, 0, 0, 1, 1, 1, 1, 1], np.arange(10) % 7)]
+    [0.58, 0.1745, 0.9855]
+    """
+    from ..stats import MIN_CI_N
+
+    y, s = np.asarray(y, dtype=float), np.asarray(score, dtype=float)
+    pos, neg = y == 1, y == 0
+    m, n = int(pos.sum()), int(neg.sum())
+    if m == 0 or n == 0:
+        return float("nan"), float("nan"), float("nan")
+    auc, v10, v01 = _components(s[pos], s[neg])
+    if min(m, n) < MIN_CI_N:
+        return auc, float("nan"), float("nan")
+    se = float(np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n))
+    return auc, float(max(0.0, auc - _Z * se)), float(min(1.0, auc + _Z * se))
 
 
 def paired_rates(decided_new, decided_old) -> dict[str, float]:

@@ -27,6 +27,7 @@ from .display import (
     value_text,
     verdict_table,
 )
+from .viz_compare import comparison_forest, disagreement_scatter
 from .viz_localization import explainer_heatmap, regression_scatter, sweep_lines
 from .viz_trust import (
     PAIRED_MEAN,
@@ -42,7 +43,9 @@ __all__ = [
     "SMALL_N",
     "auroc_bars",
     "cohort_bars",
+    "comparison_forest",
     "decision_text",
+    "disagreement_scatter",
     "explainer_heatmap",
     "group_colour",
     "group_metric_bars",

@@ -14,8 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from cxrxai.store import write_store
 
-PAGES = ["pages/overview.py", "pages/explorer.py", "pages/subgroups.py", "pages/benchmark.py", "pages/geometry.py",
-         "pages/trust.py", "pages/fidelity.py"]
+from pages._shell import SECTIONS
+
+#: Every page the navigation lists (a new page is tested by being listed there).
+PAGES = [f"pages/{name}.py" for pages in SECTIONS.values() for name, *_ in pages]
 pytestmark = pytest.mark.slow
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -238,3 +240,24 @@ def test_fidelity_summary_counts_the_cases_with_a_value_per_measure_and_the_char
     at.radio(key="fid_mean").set_value("audc_diff_mean_normalized").run()
     chart = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert "mean image normalised" in chart["layout"]["title"]["text"]
+
+
+def test_compare_page_answers_worse_for_anyone_and_opens_the_cases_it_plots(tmp_path):
+    """The Compare page on two models of one dataset: the dossier's first sentence, the report's
+    table, and a point of the probability scatter selected → exactly that (image, finding) pair."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
+    from _planted import planted_store
+
+    path = planted_store(tmp_path / "s.duckdb", positives=90, noise=("sex", "F", 2.5))
+    at = _app(path, "pages/compare.py", sel_model="new")
+    assert not at.exception and not at.error, at.exception
+    texts = [m.value for m in at.markdown]
+    assert any(t.startswith("Is new worse than old, for anyone?") for t in texts), texts
+    assert at.selectbox(key="cmp_vs").value == "old"
+    point = {"customdata": ["p00003", "Effusion"]}
+    at.session_state["cmp_scatter"] = {"selection": {"points": [point], "point_indices": [0], "box": [],
+                                                     "lasso": []}}
+    at.run()
+    assert at.session_state["sel_pairs"] == [("p00003", "Effusion")]

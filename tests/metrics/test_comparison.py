@@ -10,7 +10,7 @@ from scipy import stats as sps
 from sklearn.metrics import roc_auc_score
 
 from cxrxai.errors import MetricError, UnknownNameError
-from cxrxai.metrics.comparison import adjust, delong_paired, paired_rates, two_proportions
+from cxrxai.metrics.comparison import adjust, delong_ci, delong_paired, paired_rates, two_proportions
 
 
 def _delong_by_definition(y, a, b):
@@ -103,3 +103,16 @@ def test_adjust_holm_and_bh_by_hand():
     assert np.allclose(bh, [0.04, 0.16 / 3, np.nan, 0.16 / 3, 0.2], equal_nan=True)
     with pytest.raises(UnknownNameError):
         adjust(p, method="bonferonni")
+
+
+def test_delong_ci_is_the_pairwise_variance_and_needs_five_of_each_class():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 200)
+    s = np.round(rng.normal(y, 1.0), 1)
+    x, w = s[y == 1], s[y == 0]
+    psi = (x[:, None] > w[None, :]) + 0.5 * (x[:, None] == w[None, :])
+    se = np.sqrt(psi.mean(axis=1).var(ddof=1) / len(x) + psi.mean(axis=0).var(ddof=1) / len(w))
+    auc, lo, hi = delong_ci(y, s)
+    assert auc == pytest.approx(psi.mean(), abs=1e-12)
+    assert (lo, hi) == (pytest.approx(auc - 1.959964 * se, abs=1e-6), pytest.approx(auc + 1.959964 * se, abs=1e-6))
+    assert np.isnan(delong_ci([0, 0, 0, 0, 0, 1, 1], [0, 1, 2, 3, 4, 5, 6])[1])
