@@ -24,24 +24,23 @@ occlusion engine's functions when first named (``cxrxai.explain.occlusion_grid``
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import postprocess
+from ..discovery import discover
 from ..errors import Cancelled, ExplainerError
 from ..models.spec import preprocess
-
-# isort: off
-# The built-in explainers, each registered where it is defined, in the order they are listed in.
-from . import gradcam, gradcampp, saliency, smoothgrad, ig, gradientshap  # noqa: F401
-from . import guided_backprop, guided_gradcam, occlusion_method, xrai  # noqa: F401
-
-# isort: on
 from .native import OcclusionGrid, native_map
 from .registry import METHODS, Method, Param, deferred, explainer, get, method_names, register, unregister
 from .settings import Setting, setting_names
+
+#: Every module of this package that registers an explainer (``explainer(``), imported in name order:
+#: a new method's module is found without being listed; the computation modules are not imported.
+discover(sys.modules[__name__], "explainer(")
 
 if TYPE_CHECKING:
     import torch

@@ -6,8 +6,9 @@ every image × finding, costly ones on a sample), the viewer draws one control p
 parameter and the live worker streams partial maps of methods that have a ``progressive`` runner.
 
 Adding an explainer is its module (a function ``run(module, spec, images, targets, **params) ->
-(N, h, w) tensor`` registered where it is defined, with :func:`explainer`) plus the line importing
-it in :mod:`cxrxai.explain`; see "Add an explainer" in the README. The built-in methods' modules
+(N, h, w) tensor`` registered where it is defined, with :func:`explainer`), nothing else: importing
+:mod:`cxrxai.explain` imports every module of the package that calls ``explainer(``
+(:func:`cxrxai.discovery.discover`); see docs/extending.md. The built-in methods' modules
 declare what a method is without importing torch or Captum: their computations are named by
 :func:`deferred` and load when a map is computed, so reading the registry (the app's pages, the
 live worker) costs no model code. What a setting of an explainer is (its resolved parameters, key,
