@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._maps import _map, _mask, _prepare, _same
+from .registry import SAPORTA, THESIS, Metric, register
 
 __all__ = ["centre_hit", "coarse_pointing_game", "peak_hit", "pointing_game", "points_hit"]
 
@@ -162,3 +163,15 @@ def points_hit(points, truth) -> float:
         if 0 <= r < t.shape[0] and 0 <= c < t.shape[1] and t[r, c]:
             return 1.0
     return 0.0
+
+
+register(Metric(
+    "hit", "Hit", lambda s: peak_hit(s.upsampled, s.truth), "pointing",
+    "pointing game: 1 when the map's maximum lies inside the ground truth",
+    SAPORTA, views=("table1", "ranking", "localization", "subgroups", "geometry", "confidence", "cases"),
+))
+register(Metric(
+    "pla", "PLA", lambda s: centre_hit(s.positive, s.truth), "pointing",
+    "the thesis's point localization: the centre pixel of the map's most important cell lies in the lesion",
+    THESIS, views=("table1", "sweep"),
+))

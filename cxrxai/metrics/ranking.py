@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import UnknownNameError
 from ._maps import _mask, _prepare, _same
 from .labelled_sort import LabelledSort, Ranks, as_float32_if_exact, labelled_sort
+from .registry import ARUN, THESIS, Metric, register
 
 __all__ = ["PR_VARIANTS", "pr_auc", "ranking_from_sorted", "ranking_metrics", "roc_auc"]
 
@@ -237,3 +238,20 @@ def ranking_from_sorted(m: np.ndarray, t: np.ndarray, ordered: np.ndarray | Labe
     trapezoid, average_precision = _pr_areas(r)
     return {"roc_auc": float("nan") if t.all() else _roc_from(r), "pr_auc": trapezoid,
             "ap": average_precision}
+
+
+register(Metric(
+    "roc_auc", "AUC", lambda s: s.ranking["roc_auc"], "ranking",
+    "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)",
+    THESIS, views=("table1", "ranking", "sweep", "subgroups", "cases"),
+))
+register(Metric(
+    "pr_auc", "PR AUC", lambda s: s.ranking["pr_auc"], "ranking",
+    "area under the pixel precision–recall curve (trapezoidal)",
+    ARUN, conventions=("trapezoid",), views=("utility",),
+))
+register(Metric(
+    "ap", "Average precision", lambda s: s.ranking["ap"], "ranking",
+    "average precision of the pixel ranking",
+    ARUN, conventions=("average_precision",), views=("utility",),
+))

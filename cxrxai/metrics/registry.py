@@ -5,10 +5,11 @@ upsampling to the mask, Otsu segmentation, the probability gate), computes every
 :class:`Metric` from it and returns the segmentation with the scores: the localization stage
 stores those scores, and the explorer draws that very mask beside them (:mod:`cxrxai.present.panel`);
 pages take each metric's label and explanation from here, and ranking/plots read
-``higher_is_better``. Adding a metric is its function plus one :func:`register` call: the store
-keeps localization scores long (one row per map, reader and metric), reads one column per
-registered metric, and the localization stage scores the metrics an existing store lacks
-(``only=``), without recomputing a map; see "Add a metric" in the README.
+``higher_is_better``. Adding a metric is one module of this package: its function and a
+:func:`register` call (found by :func:`_load`, as the built-in ones in ``overlap``, ``pointing`` and
+``ranking`` are): the store keeps localization scores long (one row per map, reader and metric),
+reads one column per registered metric, and the localization stage scores the metrics an existing store lacks
+(``only=``), without recomputing a map; see docs/extending.md.
 
 >>> import numpy as np
 >>> truth = np.zeros((4, 4), bool); truth[:2, :2] = True
@@ -20,19 +21,19 @@ registered metric, and the localization stage scores the metrics an existing sto
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import postprocess
+from ..discovery import discover
 from ..errors import MetricError, UnknownNameError
-from .labelled_sort import LabelledSort, labelled_sort
-from .localization import iou_from_counts, overlap_counts, peak_hit, probability_gate
-from .otsu import otsu_from_sorted
-from .pointing import centre_hit
-from .ranking import ranking_from_sorted
+
+if TYPE_CHECKING:
+    from .scored import Scored
 
 __all__ = ["CATEGORIES", "METRICS", "VIEWS", "Metric", "Scored", "Segmented", "get", "label", "metric_names",
            "register", "score_map", "segment_and_score", "unregister"]
@@ -52,62 +53,10 @@ VIEWS = {
     "cases": "the explorer's case table (summaries.case_table), its filter and a panel's scores",
 }
 
-
-class Scored:
-    """One map against one mask, prepared once for every metric (lazy where costly)."""
-
-    def __init__(self, native: np.ndarray, truth: np.ndarray, *, prob: float | None = None,
-                 threshold: float | None = None):
-        # a copy in row-major order, as the map: a decoded RLE mask is column-major, and every pass
-        # pairing it with the map (AND, boolean indexing, ravel) would stride across memory
-        self.native, self.truth = native, np.array(truth, dtype=bool, order="C")
-        self.prob, self.threshold = prob, threshold
-        self.has_truth = bool(self.truth.any())
-
-    @cached_property
-    def positive(self) -> np.ndarray:
-        return postprocess.positive(self.native)
-
-    @cached_property
-    def upsampled(self) -> np.ndarray:
-        return postprocess.upsample(self.positive, self.truth.shape)
-
-    @cached_property
-    def ordered(self) -> LabelledSort | np.ndarray:
-        """The upsampled map's values sorted ascending, each labelled by the mask when there is a
-        lesion (:func:`~cxrxai.metrics.labelled_sort.labelled_sort`; the positive part is never
-        negative): one sort for the Otsu histogram and every ranking metric."""
-        if self.has_truth:
-            labelled = labelled_sort(self.upsampled, self.truth)
-            if labelled is not None:
-                return labelled
-        return np.sort(self.upsampled, axis=None)
-
-    @cached_property
-    def segmentation(self) -> np.ndarray:
-        return otsu_from_sorted(self.upsampled, self.ordered)
-
-    @cached_property
-    def gated(self) -> np.ndarray:
-        if self.prob is None or self.threshold is None:
-            return self.segmentation
-        return probability_gate(self.segmentation, self.prob, self.threshold)
-
-    @cached_property
-    def ranking(self) -> dict[str, float]:
-        return ranking_from_sorted(self.upsampled, self.truth, self.ordered)
-
-    @cached_property
-    def overlap(self) -> tuple[int, int, int]:
-        """Segmented, lesion and shared pixels (:func:`~cxrxai.metrics.localization.overlap_counts`),
-        counted once for every IoU and area."""
-        return overlap_counts(self.segmentation, self.truth)
-
-    @cached_property
-    def gated_overlap(self) -> tuple[int, int, int]:
-        if self.gated is self.segmentation:
-            return self.overlap
-        return overlap_counts(self.gated, self.truth)
+#: The references of the built-in metrics (each registered in the module that defines it).
+SAPORTA = "Saporta et al., Nat. Mach. Intell. 2022, doi:10.1038/s42256-022-00536-x"
+THESIS = "Bel Bordes, explainability of chest X-ray classifiers (master's thesis, 2023)"
+ARUN = "Arun et al., Radiol. Artif. Intell. 2021, doi:10.1148/ryai.2021200267"
 
 
 @dataclass(frozen=True)
@@ -136,18 +85,58 @@ class Metric:
                 raise UnknownNameError("metric view", view, VIEWS)
 
 
-METRICS: dict[str, Metric] = {}
+_REGISTERED: dict[str, Metric] = {}
+
+
+class _Registry(MutableMapping):
+    """The registered metrics, by name: reading it first imports the package's registering modules
+    (:func:`_load`); writing is :func:`register`'s."""
+
+    def __getitem__(self, name: str) -> Metric:
+        _load()
+        return _REGISTERED[name]
+
+    def __setitem__(self, name: str, metric: Metric) -> None:
+        _REGISTERED[name] = metric
+
+    def __delitem__(self, name: str) -> None:
+        del _REGISTERED[name]
+
+    def __iter__(self) -> Iterator[str]:
+        _load()
+        return iter(list(_REGISTERED))
+
+    def __len__(self) -> int:
+        _load()
+        return len(_REGISTERED)
+
+
+#: Every registered metric, in module-name order of the modules that register them, then in the
+#: order each registers them (a metric registered from elsewhere, a test's toy, comes last).
+METRICS = _Registry()
+
+
+@cache
+def _load() -> None:
+    """Import every module of this package that calls ``register(`` (a new metric's module is found
+    without being listed; the torch, scipy and skimage modules are not imported), then order the
+    registry by those modules' names, whatever order they were first imported in."""
+    rank = {name: i for i, name in enumerate(discover(sys.modules[__package__], "register("))}
+    ordered = sorted(_REGISTERED.values(), key=lambda m: rank.get(m.compute.__module__, len(rank)))
+    _REGISTERED.clear()
+    _REGISTERED.update((m.name, m) for m in ordered)
 
 
 def register(metric: Metric, *, replace: bool = False) -> Metric:
-    if metric.name in METRICS and not replace:
+    """Add ``metric`` where it is defined (``replace=True`` to redefine a name)."""
+    if metric.name in _REGISTERED and not replace:
         raise MetricError(f"a metric named {metric.name!r} is already registered")
-    METRICS[metric.name] = metric
+    _REGISTERED[metric.name] = metric
     return metric
 
 
 def unregister(name: str) -> None:
-    METRICS.pop(name, None)
+    _REGISTERED.pop(name, None)
 
 
 def get(name: str) -> Metric:
@@ -184,6 +173,8 @@ def segment_and_score(native: np.ndarray, truth: np.ndarray, *, prob: float | No
     """Every registered metric of one native map against one mask (plus ``gt_positive``), and the
     segmentation they were computed from; ``only``: just these metrics (the ones a store lacks
     when scoring resumes), computing nothing the others alone need."""
+    from .scored import Scored
+
     metrics = list(METRICS.values()) if only is None else [get(name) for name in only]
     scored = Scored(native, truth, prob=prob, threshold=threshold)
     out: dict = {"gt_positive": scored.has_truth}
@@ -199,111 +190,9 @@ def score_map(native: np.ndarray, truth: np.ndarray, *, prob: float | None = Non
     return segment_and_score(native, truth, prob=prob, threshold=threshold).scores
 
 
-SAPORTA = "Saporta et al., Nat. Mach. Intell. 2022, doi:10.1038/s42256-022-00536-x"
-THESIS = "Bel Bordes, explainability of chest X-ray classifiers (master's thesis, 2023)"
-ARUN = "Arun et al., Radiol. Artif. Intell. 2021, doi:10.1148/ryai.2021200267"
+def __getattr__(name: str):
+    if name == "Scored":  # defined beside the metric modules it prepares for, which import this one
+        from .scored import Scored
 
-for _m in (
-    Metric(
-        "iou",
-        "IoU (Otsu)",
-        lambda s: iou_from_counts(*s.overlap),
-        "overlap",
-        "overlap of the Otsu segmentation with the ground truth (true-positive slice: NaN without a lesion)",
-        SAPORTA,
-        needs_truth=False,
-        conventions=("true_positive",),
-        views=("table1", "ranking", "sweep", "localization", "subgroups", "geometry", "cases"),
-    ),
-    Metric(
-        "iou_full",
-        "IoU (full)",
-        lambda s: iou_from_counts(*s.overlap, convention="full"),
-        "overlap",
-        "IoU scoring a segmentation without a lesion (or a lesion without a segmentation) 0",
-        SAPORTA,
-        needs_truth=False,
-        conventions=("full",),
-        views=("confidence",),
-    ),
-    Metric(
-        "iou_gated",
-        "IoU (gated)",
-        lambda s: iou_from_counts(*s.gated_overlap, convention="full"),
-        "overlap",
-        "full IoU after emptying the segmentation when the probability is below the threshold",
-        SAPORTA,
-        needs_truth=False,
-        conventions=("full", "probability_gate"),
-        views=("confidence",),
-    ),
-    Metric(
-        "pred_area",
-        "Segmented area",
-        lambda s: s.overlap[0] / s.segmentation.size,
-        "area",
-        "fraction of the image the Otsu segmentation covers",
-        SAPORTA,
-        higher_is_better=None,
-        needs_truth=False,
-    ),
-    Metric(
-        "gt_area",
-        "Lesion area",
-        lambda s: s.overlap[1] / s.truth.size,
-        "area",
-        "fraction of the image the ground truth covers",
-        SAPORTA,
-        higher_is_better=None,
-        needs_truth=False,
-    ),
-    Metric(
-        "hit",
-        "Hit",
-        lambda s: peak_hit(s.upsampled, s.truth),
-        "pointing",
-        "pointing game: 1 when the map's maximum lies inside the ground truth",
-        SAPORTA,
-        views=("table1", "ranking", "localization", "subgroups", "geometry", "confidence", "cases"),
-    ),
-    Metric(
-        "pla",
-        "PLA",
-        lambda s: centre_hit(s.positive, s.truth),
-        "pointing",
-        "the thesis's point localization: the centre pixel of the map's most important cell lies in the "
-        "lesion",
-        THESIS,
-        views=("table1", "sweep"),
-    ),
-    Metric(
-        "roc_auc",
-        "AUC",
-        lambda s: s.ranking["roc_auc"],
-        "ranking",
-        "explanation AUC: how well map values rank lesion pixels above the rest (0.5 = chance)",
-        THESIS,
-        views=("table1", "ranking", "sweep", "subgroups", "cases"),
-    ),
-    Metric(
-        "pr_auc",
-        "PR AUC",
-        lambda s: s.ranking["pr_auc"],
-        "ranking",
-        "area under the pixel precision–recall curve (trapezoidal)",
-        ARUN,
-        conventions=("trapezoid",),
-        views=("utility",),
-    ),
-    Metric(
-        "ap",
-        "Average precision",
-        lambda s: s.ranking["ap"],
-        "ranking",
-        "average precision of the pixel ranking",
-        ARUN,
-        conventions=("average_precision",),
-        views=("utility",),
-    ),
-):
-    register(_m)
+        return Scored
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
