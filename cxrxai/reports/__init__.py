@@ -1,7 +1,7 @@
 """The papers' tables from a store (``python -m cxrxai report NAME``; the app's pages): the report
 registry (:mod:`._registry`: each report is ``fn(store, model_id, **options) -> DataFrame`` with what it
 reproduces; conventions are options, the papers' defaults) and one module per paper, each registering
-its reports where it defines them:
+its reports where it defines them (every module here that uses ``@report(`` is imported with the package):
 
 * :mod:`.performance` — the model card (AUROC per label);
 * :mod:`.thesis` — Bel Bordes's thesis: Table 1, the explainer ranking, the occlusion sweep, fidelity;
@@ -16,6 +16,9 @@ its reports where it defines them:
 
 from __future__ import annotations
 
+import sys
+
+from ..discovery import discover
 from ._cases import localization_cases
 from ._registry import REPORTS, Report, metric_choices, report, report_options, run_report, split_used
 from .arun import degradation_thresholds, randomization_curves, similarity_scores, trust_table
@@ -31,6 +34,10 @@ from .saporta import (
 from .shortcut import shortcut_explainers, shortcut_reliance
 from .subgroups import explanation_auc_by_subgroup, metric_by_subgroup, subgroup_tpr, underdiagnosis
 from .thesis import explainer_ranking, explainer_table, fidelity_summary, occlusion_sweep
+
+#: Every module of this package that registers a report (``@report(``), in name order: a new paper's
+#: module is found without an import line here (the lines above are this package's names).
+discover(sys.modules[__name__], "@report(")
 
 __all__ = [
     "REPORTS",

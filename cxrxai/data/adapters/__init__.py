@@ -1,6 +1,7 @@
 """Dataset adapters: each reads a published dataset's files and returns the one case schema
-(:class:`DatasetTables`). ``load_dataset(kind, root, **options)`` dispatches by name, then fills
-the sex, age and view its CSVs left missing from the images' DICOM headers, for every kind whose
+(:class:`DatasetTables`), registered where it is defined (:func:`adapter`, with the hint a user
+reads when demographics are missing). ``load_dataset(kind, root, **options)`` dispatches by name,
+then fills the sex, age and view its CSVs left missing from the images' DICOM headers, for every kind whose
 images are DICOM files (:mod:`._dicom_tags`; ``dicom_headers=False`` skips it).
 
 Why there and not in the precompute: every consumer (precompute, import-predictions, the API)
@@ -17,13 +18,15 @@ adapter does not take is a :class:`~cxrxai.errors.DataError` listing the ones it
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 from ... import paths
+from ...discovery import discover
 from ...errors import DataError, UnknownNameError
-from . import chexpert, folder, mimic, nih, padchest, rsna, siim, vindr
 from ._base import DatasetTables
 from ._dicom_tags import fill_from_dicom
+from ._registry import ADAPTERS, DEMOGRAPHICS_HINTS, adapter, unregister_adapter
 from .chexpert import load_chexpert
 from .folder import load_folder
 from .mimic import load_mimic
@@ -37,26 +40,26 @@ __all__ = [
     "ADAPTERS",
     "DEMOGRAPHICS_HINTS",
     "DatasetTables",
+    "adapter",
     "adapter_options",
     "decode_siim_rle",
-    "signature_options",
+    "load_chexpert",
     "load_dataset",
+    "load_folder",
+    "load_mimic",
+    "load_nih",
+    "load_padchest",
+    "load_rsna",
+    "load_siim",
+    "load_vindr",
+    "signature_options",
+    "unregister_adapter",
 ]
 
-ADAPTERS = {
-    "nih": load_nih,
-    "chexpert": load_chexpert,
-    "siim": load_siim,
-    "rsna": load_rsna,
-    "vindr": load_vindr,
-    "mimic": load_mimic,
-    "padchest": load_padchest,
-    "folder": load_folder,
-}
-#: Per adapter, how a user supplies sex, age and view it could not find.
-DEMOGRAPHICS_HINTS = {name: module.DEMOGRAPHICS_HINT for name, module in
-                      {"nih": nih, "chexpert": chexpert, "siim": siim, "rsna": rsna, "vindr": vindr,
-                       "mimic": mimic, "padchest": padchest, "folder": folder}.items()}
+#: Every module of this package that registers an adapter (``@adapter(``, with its demographics
+#: hint), in name order: a new dataset's module is found without a line here (the imports above are
+#: this package's names).
+discover(sys.modules[__name__], "@adapter(")
 
 
 def signature_options(load) -> dict[str, inspect.Parameter]:

@@ -40,6 +40,7 @@ from ._base import (
     with_age_bins,
     with_sources,
 )
+from ._registry import adapter
 
 __all__ = [
     "CHEXPERT_LABELS",
@@ -111,6 +112,7 @@ def _relative(root: Path, csv_paths: pd.Series) -> pd.Series:
     return parts.str[drop:].str.join("/")
 
 
+@adapter("chexpert", hint=DEMOGRAPHICS_HINT)
 def load_chexpert(root: str | Path, *, files=("train.csv", "valid.csv"), uncertain: str = "zeros",
                   chexlocalize: str | Path | None = None, strict: bool = False) -> DatasetTables:
     root = Path(root)

@@ -29,6 +29,7 @@ from ._base import (
     with_age_bins,
     with_sources,
 )
+from ._registry import adapter
 
 __all__ = ["DEMOGRAPHICS_HINT", "load_folder"]
 
@@ -37,6 +38,7 @@ DEMOGRAPHICS_HINT = ("sex (M/F), age (years) and view columns in the CSV of --da
                      "images whose headers carry PatientSex, PatientAge and ViewPosition")
 
 
+@adapter("folder", hint=DEMOGRAPHICS_HINT)
 def load_folder(
     root: str | Path,
     csv: str | Path,

@@ -53,6 +53,7 @@ from ._base import (
     study_years,
     with_age_bins,
 )
+from ._registry import adapter
 from .chexpert import CHEXPERT_LABELS
 
 __all__ = ["AGE_RULES", "LABELERS", "SPLITS", "load_mimic", "mimic_path"]
@@ -85,6 +86,7 @@ def _need(root: Path, name: str) -> Path:
     return path
 
 
+@adapter("mimic", hint=DEMOGRAPHICS_HINT)
 def load_mimic(root: str | Path, *, labeler: str = "chexpert", uncertain: str = "zeros",
                mimic_iv: str | Path | None = None, age: str = "anchor", split: str = "official",
                views=None, fractions=(0.8, 0.1, 0.1), seed: int = 0, strict: bool = False) -> DatasetTables:

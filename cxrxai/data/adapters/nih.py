@@ -36,6 +36,7 @@ from ._base import (
     with_age_bins,
     with_sources,
 )
+from ._registry import adapter
 
 __all__ = ["DEMOGRAPHICS_HINT", "NIH_LABELS", "SPLITS", "load_nih"]
 
@@ -87,6 +88,7 @@ def _image_paths(root: Path) -> dict[str, str]:
     return found
 
 
+@adapter("nih", hint=DEMOGRAPHICS_HINT)
 def load_nih(root: str | Path, *, split: str = "official", data_entry: str | Path | None = None,
              bbox_list: str | Path | None = None, val_fraction: float = 0.15, seed: int = 0,
              strict: bool = False) -> DatasetTables:

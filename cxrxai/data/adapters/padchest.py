@@ -54,6 +54,7 @@ from ._base import (
     study_years,
     with_age_bins,
 )
+from ._registry import adapter
 
 __all__ = ["LAYOUTS", "PADCHEST_CSV", "load_padchest", "parse_label_list"]
 
@@ -92,6 +93,7 @@ def parse_label_list(text) -> list[str] | None:
     return [v.strip() for v in value if v.strip()]
 
 
+@adapter("padchest", hint=DEMOGRAPHICS_HINT)
 def load_padchest(root: str | Path, *, csv: str | Path | None = None, layout: str = "auto", labels=None,
                   views=None, fractions=(0.8, 0.1, 0.1), seed: int = 0,
                   strict: bool = False) -> DatasetTables:

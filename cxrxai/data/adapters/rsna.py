@@ -27,6 +27,7 @@ from ._base import (
     with_age_bins,
     with_sources,
 )
+from ._registry import adapter
 
 __all__ = ["DEMOGRAPHICS_HINT", "load_rsna"]
 
@@ -36,6 +37,7 @@ DEMOGRAPHICS_HINT = ("--data-option headers_csv=FILE (patientId, PatientSex, Pat
                      "DICOM files under --root/stage_2_train_images with their headers")
 
 
+@adapter("rsna", hint=DEMOGRAPHICS_HINT)
 def load_rsna(
     root: str | Path,
     *,

@@ -29,6 +29,7 @@ from ._base import (
     with_age_bins,
 )
 from ._dicom_tags import read_dicom_tags
+from ._registry import adapter
 
 __all__ = ["DEMOGRAPHICS_HINT", "decode_siim_rle", "load_siim"]
 
@@ -60,6 +61,7 @@ def decode_siim_rle(rle: str, height: int = 1024, width: int = 1024) -> np.ndarr
     return mask.reshape(width, height).T
 
 
+@adapter("siim", hint=DEMOGRAPHICS_HINT)
 def load_siim(root: str | Path, *, rle_csv: str | Path | None = None, read_headers: bool = False,
               fractions=(0.8, 0.1, 0.1), seed: int = 0, strict: bool = False) -> DatasetTables:
     root = Path(root)

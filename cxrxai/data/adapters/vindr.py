@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...errors import UnknownNameError
 from ._base import DatasetTables, Problems, long_labels, patient_split, read_csv, require, with_age_bins
+from ._registry import adapter
 
 __all__ = ["DEMOGRAPHICS_HINT", "load_vindr"]
 
@@ -28,6 +29,7 @@ DEMOGRAPHICS_HINT = ("the DICOM files under --root/train with PatientSex, Patien
                      "columns")
 
 
+@adapter("vindr", hint=DEMOGRAPHICS_HINT)
 def load_vindr(
     root: str | Path,
     *,
