@@ -200,7 +200,8 @@ def _groups(lab: pd.DataFrame, groups: str) -> list[tuple[str, str, np.ndarray]]
         if not all(c in lab.columns for c in cols):
             continue
         known = lab[cols].notna().all(axis=1).to_numpy()
-        keys = lab[cols].astype(str).agg(" · ".join, axis=1).to_numpy()
+        parts = [lab[c].astype(str).to_numpy(dtype=object) for c in cols]
+        keys = parts[0] if len(parts) == 1 else np.array([" · ".join(t) for t in zip(*parts)], dtype=object)
         out += [(_name(cols), key, known & (keys == key)) for key in sorted(set(keys[known]))]
     return out
 
