@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pytest
+from _scratch import run_in, scratch_copy
+from test_evidence import SNAPSHOT, _new_store
 
-import cxrxai
 from cxrxai import paths
 from cxrxai.pipeline.evidence import (
     PROVENANCE,
@@ -29,8 +27,6 @@ from cxrxai.pipeline.evidence import (
 from cxrxai.pipeline.evidence.step_sources import stage_hashes
 from cxrxai.store import SCHEMA_VERSION, open_store, write_store
 from cxrxai.store._schema import LOCALIZATION_KEY, WIDE_METRICS
-
-from test_evidence import SNAPSHOT, _new_store
 
 #: The toy stage a contributor adds: one new module in the pipeline package, nothing else.
 TOY_MODULE = '''
@@ -102,15 +98,10 @@ def prov():
 
 
 def test_a_new_stage_with_a_table_leaves_every_shipped_step_imported(tmp_path, prov):
-    scratch = tmp_path / "pkg"
-    shutil.copytree(Path(cxrxai.__file__).parent, scratch / "cxrxai",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (scratch / "cxrxai" / "pipeline" / "toy_counts.py").write_text(TOY_MODULE)
+    scratch = scratch_copy(tmp_path, {"cxrxai/pipeline/toy_counts.py": TOY_MODULE})
     folder = _stamped(tmp_path, prov)
-    run = subprocess.run([sys.executable, "-c", textwrap.dedent(IMPORT_WITH_TOY), str(folder),
-                          str(paths.shipped_models_dir()), str(tmp_path)], cwd=scratch,
-                         env={"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                         capture_output=True, text=True, timeout=300)
+    run = run_in(scratch, IMPORT_WITH_TOY, str(folder), str(paths.shipped_models_dir()), str(tmp_path),
+                 home=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["schema_version"] == prov["schema_version"] == SCHEMA_VERSION  # no migration for a toy
