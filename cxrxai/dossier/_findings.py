@@ -50,7 +50,8 @@ def comparison_finding(ctx: Context) -> str | None:
         rows = lead[(lead.grouping == grouping) & (lead.group == group)]
         r = rows.iloc[0]
         more = f"; and {len(rows) - 1} more comparison(s) there" if len(rows) > 1 else ""
-        parts.append(f"{_where(r)}: {r.label} {_METRIC[r.metric]} {r.new:.3f} vs {r.old:.3f}, "
+        what = _METRIC.get(r.metric, r.metric)
+        parts.append(f"{_where(r)}: {r.label} {what} {r.new:.3f} vs {r.old:.3f}, "
                      f"Δ {r['diff']:+.3f}, {_ci(r)}, {r.test}, n = {int(r.n):,}, "
                      f"adjusted {_p(r.p_adjusted)}{more}")
     explained = worse[worse.explained_by != ""]

@@ -30,7 +30,7 @@ def comparison_forest(cmp: pd.DataFrame, *, top: int = 25) -> go.Figure:
     rows = rows.sort_values(["worse", "better", "p"], ascending=[False, False, True]).head(top)
     rows = rows.iloc[::-1]  # the first row on top
     where = np.where(rows["grouping"] == "all", "all", rows["grouping"] + " " + rows["group"].astype(str))
-    names = rows["label"] + " · " + rows["metric"].map(_METRIC) + " · " + where
+    names = rows["label"] + " · " + rows["metric"].map(lambda m: _METRIC.get(m, m)) + " · " + where
     fig = go.Figure()
     for verdict, colour in _VERDICT.items():
         part = rows["verdict"] == verdict

@@ -20,6 +20,7 @@ from ..labels import NO_FINDING
 from ..metrics import comparison, fairness
 from ..store import Store
 from ..summaries import prediction_table
+from ._cases import localization_cases
 from ._registry import report
 
 __all__ = ["GROUPINGS", "groupings", "model_comparison", "model_disagreements", "subgroup_gaps"]
@@ -209,12 +210,15 @@ def _groups(lab: pd.DataFrame, groups: str) -> list[tuple[str, str, np.ndarray]]
 @report("model-comparison", "a model against the one it replaces on shared images: DeLong, McNemar, "
                             "family-corrected")
 def model_comparison(store: Store, model_id: str, *, vs: str = "", groups: str = "sex,age_bin",
-                     correction: str = "holm", alpha: float = 0.05, split: str | None = None) -> pd.DataFrame:
+                     localization: str = "iou", correction: str = "holm", alpha: float = 0.05,
+                     split: str | None = None) -> pd.DataFrame:
     """``model_id`` (new) against ``vs`` (old) per finding, overall and per group of each grouping:
     AUROC by DeLong's paired test, TPR on the positives and FPR on the negatives at each model's own
-    threshold by McNemar's test; every comparison in one family (``correction``). ``worse``: the new
-    model is significantly worse after correction (lower AUROC or TPR, higher FPR); ``better`` the
-    reverse.
+    threshold by McNemar's test; and, per explainer both models' maps were scored with, the
+    ``localization`` metric (e.g. IoU; "" for none) on the positive cases both scored, by a paired
+    t-test. Every comparison is in one family (``correction``). ``worse``: the new model is
+    significantly worse after correction (lower AUROC, TPR or localization, higher FPR); ``better``
+    the reverse.
 
     Groups of different groupings overlap (the women hold part of every age bin), so a difference
     confined to one group shows in every group holding its images. ``explained_by`` names, for a
@@ -229,13 +233,51 @@ def model_comparison(store: Store, model_id: str, *, vs: str = "", groups: str =
             masks[(label, grouping, group)] = mask
             rows += [{"label": label, "grouping": grouping, "group": group, **r}
                      for r in _compare_rows(cases[label], mask)]
+    rows += _localization_rows(store, model_id, vs, localization)
     out = _family(pd.DataFrame(rows), correction, alpha)
-    harm = np.where(out["metric"] == "fpr", out["diff"] > 0, out["diff"] < 0)
+    higher = out["metric"].map(_higher_is_better)
+    harm = np.where(higher, out["diff"] < 0, out["diff"] > 0)
     out["worse"] = out["significant"] & harm
     out["better"] = out["significant"] & ~harm & (out["diff"] != 0)
     out = _explain(out.drop(columns="significant"), cases, masks, alpha)
     out.attrs["shared_images"] = int(both.image_id.nunique())
     return out
+
+
+def _higher_is_better(metric: str) -> bool:
+    """A row's metric: fpr is better lower; a localization metric as the metric registry says."""
+    if metric in ("auroc", "tpr", "fpr"):
+        return metric != "fpr"
+    from ..metrics import registry as metric_registry
+
+    return metric_registry.get(metric.split(" · ")[0]).higher_is_better is not False
+
+
+def _localization_rows(store: Store, model_id: str, vs: str, metric: str) -> list[dict]:
+    """Per explainer both models were scored with and finding: ``metric`` of each model's map of the
+    same positive case, paired (t-test); none when either model has no scored maps."""
+    if not metric:
+        return []
+    methods = []
+    for m in (model_id, vs):
+        loc = store.table("localization", model_id=m) if store.has_table("localization") else pd.DataFrame()
+        methods.append(set(loc.loc[loc.source == "explainer", "method"]) if len(loc) else set())
+    rows = []
+    for method in sorted(methods[0] & methods[1]):
+        try:
+            a, b = (localization_cases(store, m, slice_="positive", method=method) for m in (model_id, vs))
+        except StoreError:
+            continue
+        if metric not in a.columns or metric not in b.columns:
+            continue
+        keys = ["image_id", "label"]
+        pairs = a[[*keys, metric]].merge(b[[*keys, metric]], on=keys, suffixes=("", "_old")).dropna()
+        for label, g in pairs.groupby("label", sort=True):
+            r = comparison.paired_means(g[metric].to_numpy(float), g[f"{metric}_old"].to_numpy(float))
+            rows.append({"label": label, "grouping": "all", "group": "all", "metric": f"{metric} · {method}",
+                         "n": r["n"], "n_pos": r["n"], "n_neg": 0, **{k: r[k] for k in _FIELDS},
+                         "test": "paired t-test (same positive cases)"})
+    return rows
 
 
 #: Smaller groups tried, per worse row, as the place its difference comes from.
@@ -248,7 +290,7 @@ def _explain(out: pd.DataFrame, cases: dict, masks: dict, alpha: float) -> pd.Da
     the first of at most :data:`EXPLAIN_TRIES` without whose images the row's own test is no longer
     significant (a bounded search: at MIMIC-CXR size each try is a DeLong test on ~300,000 cases)."""
     explained, p_without = [""] * len(out), [np.nan] * len(out)
-    harmful = np.where(out["metric"] == "fpr", out["diff"] > 0, out["diff"] < 0)
+    harmful = np.where(out["metric"].map(_higher_is_better), out["diff"] < 0, out["diff"] > 0)
     candidates = out[harmful & (out.grouping != "all")].assign(rank=lambda d: ~d["worse"],
                                                                size=lambda d: -d["diff"].abs())
     for i, row in out[out["worse"]].iterrows():

@@ -79,3 +79,36 @@ def test_a_copy_is_no_different_and_the_old_model_is_required(tmp_path):
             run_report(store, "model-comparison", "new")
         with pytest.raises(StoreError, match="the model itself"):
             run_report(store, "model-comparison", "new", vs="new")
+
+
+def test_localization_is_compared_on_the_same_positive_cases_per_explainer(tmp_path, monkeypatch):
+    """Each model's IoU of its own map of the same (image, finding), paired; an explainer only one
+    model was scored with is no comparison; a lower IoU is worse (the metric registry's direction)."""
+    import pandas as pd
+
+    from cxrxai.reports import compare
+
+    rng = np.random.default_rng(0)
+    ids = [f"p{i:05d}" for i in range(80)]
+    old = rng.uniform(0.2, 0.6, 80)
+    scores = {"new": {"gradcam": old - 0.1 + rng.normal(0, 0.02, 80), "ig": old[:50]},
+              "old": {"gradcam": old, "occlusion": old}}
+
+    def cases(store, model_id, *, slice_, method):
+        assert slice_ == "positive"
+        s = scores[model_id][method]
+        return pd.DataFrame({"image_id": ids[: len(s)], "label": "Effusion", "iou": s})
+
+    def table(name, model_id):
+        return pd.DataFrame({"source": "explainer", "method": list(scores[model_id])})
+
+    monkeypatch.setattr(compare, "localization_cases", cases)
+    with open_store(planted_store(tmp_path / "s.duckdb", positives=60)) as store:
+        monkeypatch.setattr(store, "has_table", lambda name: True)
+        monkeypatch.setattr(store, "table", table)
+        cmp = run_report(store, "model-comparison", "new", vs="old")
+    loc = cmp[cmp.metric.str.startswith("iou")]
+    assert loc.metric.tolist() == ["iou · gradcam"]  # ig and occlusion: one model each
+    row = loc.iloc[0]
+    assert row.n == 80 and row["diff"] == pytest.approx(-0.1, abs=0.01) and row.worse and not row.better
+    assert row.test.startswith("paired t-test") and row.family == int(np.isfinite(cmp.p).sum())
