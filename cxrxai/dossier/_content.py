@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..audit import audit_store
-from ..present import viz
-from ._views import Context, Figure, Missing, Table, Text, View, section
+from ..present import gallery, viz
+from ._views import Context, Figure, Gallery, Missing, Table, Text, View, section
 
 __all__ = ["PERFORMANCE", "RATES", "comparison_view", "disagreements_view", "gaps_view"]
 
@@ -146,7 +146,41 @@ _EXPLANATIONS = (
 
 @section("explanations", "Explanations", order=50)
 def explanations_section(ctx: Context) -> list:
-    return [ctx.table(v) for v in _EXPLANATIONS]
+    return [*[ctx.table(v) for v in _EXPLANATIONS], _gallery(ctx)]
+
+
+#: The gallery's explainer and metric: Grad-CAM's maps are stored for every case (maps at the
+#: input's pixels, IG's say, are recomputed by the explorer and not stored).
+GALLERY_METHOD, GALLERY_METRIC = "gradcam", "iou"
+
+
+def _gallery(ctx: Context) -> Gallery | Missing:
+    """Per finding, the best and the worst localized true positive, drawn as the explorer draws them."""
+    from ..errors import CxrxaiError
+    from ..reports import localization_cases
+
+    what = f"the gallery of best and worst localized cases ({GALLERY_METHOD}, {GALLERY_METRIC})"
+    try:
+        cases = localization_cases(ctx.store, ctx.model_id, slice_="true_positive", method=GALLERY_METHOD)
+    except CxrxaiError as err:
+        ctx.missing.append(Missing(what, str(err)))
+        return ctx.missing[-1]
+    thresholds = ctx.store.thresholds(ctx.model_id).set_index("label")["threshold"].to_dict()
+    pictures, failed = [], []
+    for r in gallery.best_and_worst(cases, GALLERY_METRIC).itertuples():
+        value = getattr(r, GALLERY_METRIC)
+        caption = f"{r.label} · {r.rank} · {r.image_id} · {GALLERY_METRIC} {value:.3f} · P {r.prob:.3f}"
+        try:
+            picture = gallery.gallery_picture(ctx.store, ctx.model_id, r.image_id, r.label, GALLERY_METHOD,
+                                              r.params_key, prob=r.prob, threshold=thresholds.get(r.label))
+        except CxrxaiError as err:
+            failed.append(f"{r.image_id} · {r.label}: {err}")
+            continue
+        pictures.append((caption, gallery.png_data_uri(picture)))
+    note = ("Green: the Otsu segmentation the IoU was computed from; outlines: each reader's mask or box."
+            + (f" Not drawn: {'; '.join(failed)}." if failed else ""))
+    return Gallery(f"Best and worst localized true positives per finding ({GALLERY_METHOD}, "
+                   f"{GALLERY_METRIC})", pictures, note)
 
 
 _TRUST = (

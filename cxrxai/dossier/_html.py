@@ -12,7 +12,7 @@ from importlib import resources
 
 import pandas as pd
 
-from ._views import Figure, Missing, Table, Text
+from ._views import Figure, Gallery, Missing, Table, Text
 
 __all__ = ["CSS", "document", "format_value"]
 
@@ -36,6 +36,9 @@ th, td { border-bottom: 1px solid #d8dde6; padding: 0.5mm 1mm; text-align: right
 th { background: #eef1f6; } td.text, th.text { text-align: left; }
 tr { break-inside: avoid; } thead { display: table-header-group; }
 tr.flag td { background: #fdecea; } .figure { break-inside: avoid; margin: 2mm 0 5mm; }
+.gallery { display: grid; grid-template-columns: 1fr 1fr; gap: 3mm; }
+.gallery figure { margin: 0; break-inside: avoid; } .gallery img { width: 100%; height: auto; }
+.gallery figcaption { font-size: 8pt; color: #5a6372; }
 dl.identity { display: grid; grid-template-columns: 42mm 1fr; gap: 0.5mm 3mm; font-size: 9.5pt; }
 dl.identity dt { font-weight: 600; } dl.identity dd { margin: 0; word-break: break-all; }
 """
@@ -95,6 +98,12 @@ def _block(block, k: int) -> str:
             config={"displaylogo": False, "responsive": True},
         )
         return f'<div class="figure" aria-label="{html.escape(block.title)}">{div}</div>'
+    if isinstance(block, Gallery):
+        items = "".join(f'<figure><img src="{uri}" alt="{html.escape(text)}">'
+                        f"<figcaption>{html.escape(text)}</figcaption></figure>"
+                        for text, uri in block.pictures)
+        note = f'<p class="note">{html.escape(block.note)}</p>' if block.note else ""
+        return f'<h3>{html.escape(block.title)}</h3><div class="gallery">{items}</div>{note}'
     if isinstance(block, Text):
         if block.kind == "h3":
             return f"<h3>{html.escape(block.text)}</h3>"

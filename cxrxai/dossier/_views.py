@@ -16,7 +16,8 @@ from ..errors import CxrxaiError, StoreError
 from ..reports import REPORTS, report_options, run_report
 from ..store import Store
 
-__all__ = ["SECTIONS", "Context", "Figure", "Missing", "Section", "Table", "Text", "View", "section"]
+__all__ = ["SECTIONS", "Context", "Figure", "Gallery", "Missing", "Section", "Table", "Text", "View",
+           "section"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,14 @@ class Figure:
     figure: object  # a plotly Figure, drawn by the same cxrxai.present.viz function as the page
 
 
-Block = Table | Missing | Text | Figure
+@dataclass
+class Gallery:
+    title: str
+    pictures: list  # (caption, data URI) pairs, drawn by cxrxai.present.gallery as the explorer draws them
+    note: str = ""
+
+
+Block = Table | Missing | Text | Figure | Gallery
 
 
 @dataclass(frozen=True)

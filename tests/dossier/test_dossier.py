@@ -164,3 +164,36 @@ def test_a_copy_is_not_worse_and_unknown_models_are_refused(tmp_path):
         assert "no — worse in none of them" in first
         with pytest.raises(StoreError, match="no model 'nope'"):
             build_dossier(store, "new", vs="nope")
+
+
+@pytest.mark.slow
+def test_on_a_full_store_every_section_has_data_and_the_gallery_is_the_explorers(tiny_full_store):
+    """The whole tiny build (maps, sweep, trust, fidelity): every report table equals its report, the
+    trust and explanation sections are filled, and the gallery's pictures are the explorer's PNG of
+    the best and worst localized true positives (the same function, the same segmentation)."""
+    import base64
+
+    import cv2
+    import numpy as np
+
+    from cxrxai.present import gallery
+    from cxrxai.reports import localization_cases
+
+    model = "tiny-densenet121"
+    with open_store(tiny_full_store) as store:
+        html = build_dossier(store, model)
+        assert _check_against_reports(store, model, html) > 100
+        cases = localization_cases(store, model, slice_="true_positive", method="gradcam")
+        shown = gallery.best_and_worst(cases, "iou")
+        first = shown.iloc[0]
+        thresholds = store.thresholds(model).set_index("label")["threshold"]
+        expected = gallery.gallery_picture(store, model, first.image_id, first.label, "gradcam", first.params_key,
+                                           prob=first.prob, threshold=thresholds[first.label])
+    parsed = _parse(html)
+    missing = " ".join(t for k, t in parsed.paragraphs if k == "missing")
+    for what in ("Trust tests", "Faithfulness", "Localization per explainer", "the gallery"):
+        assert what not in missing, missing
+    uris = re.findall(r'<img src="(data:image/png;base64,[^"]+)"', html)
+    assert len(uris) == len(shown) and shown.label.nunique() == cases.dropna(subset=["iou"]).label.nunique()
+    png = cv2.imdecode(np.frombuffer(base64.b64decode(uris[0].split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
+    assert np.array_equal(png[..., ::-1], expected)
