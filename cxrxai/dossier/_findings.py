@@ -33,12 +33,12 @@ def comparison_finding(ctx: Context) -> str | None:
     if isinstance(cmp, Missing):
         return f"Whether {ctx.model_id} is worse than {ctx.vs} could not be tested: {cmp.why}"
     family, name = int(cmp["family"].iloc[0]), cmp["correction"].iloc[0]
-    head = (
-        f"Is {ctx.model_id} worse than {ctx.vs}, for anyone? Tested with {family} paired comparisons "
-        f"(AUROC by DeLong, TPR and FPR by McNemar; per finding, on all "
-        f"{cmp.attrs['shared_images']:,} shared "
-        f"images and by {', '.join(sorted(set(cmp.grouping) - {'all'}))}), corrected by {name}: "
-    )
+    localized = cmp.metric.str.contains(" · ").any()
+    tests = "AUROC by DeLong, TPR and FPR by McNemar" + (
+        ", localization per explainer by a paired t-test" if localized else "")
+    head = (f"Is {ctx.model_id} worse than {ctx.vs}, for anyone? Tested with {family} paired comparisons "
+            f"({tests}; per finding, on all {cmp.attrs['shared_images']:,} shared images and by "
+            f"{', '.join(sorted(set(cmp.grouping) - {'all'}))}), corrected by {name}: ")
     worse = cmp[cmp.worse].sort_values("p_adjusted")
     if worse.empty:
         better = int(cmp.better.sum())
