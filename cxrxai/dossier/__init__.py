@@ -78,7 +78,7 @@ def comparison_sentence(store: Store, model_id: str, vs: str, *, correction: str
     return comparison_finding(ctx) or ""
 
 
-@section("summary", "Summary", order=10)
+@section("summary", "Summary", order=10, late=True)
 def summary_section(ctx: Context) -> list:
     sentences = findings(ctx)
     return [_identity(ctx), Text("Findings", "h3"), *[Text(s, "finding") for s in sentences]]
@@ -104,22 +104,18 @@ def build_dossier(
 ) -> str:
     """The dossier of ``model_id`` (against ``vs`` when given) as one HTML string; ``generated`` is
     its one time-dependent line (default: now)."""
-    from ..metrics.comparison import CORRECTIONS
     from ..errors import UnknownNameError
+    from ..metrics.comparison import CORRECTIONS
 
     if correction not in CORRECTIONS:
         raise UnknownNameError("multiple-comparison correction", correction, CORRECTIONS)
     _check_models(store, model_id, vs)
     ctx = Context(store, model_id, vs, correction=correction)
     order = sorted(SECTIONS.values(), key=lambda s: (s.order, s.key))
-    built = {
-        s.key: s.build(ctx)
-        for s in order
-        if s.key != "summary" and s.key not in ("limitations", "provenance")
-    }
-    built["summary"] = SECTIONS["summary"].build(ctx)  # its findings read the frames the sections ran
-    for key in ("limitations", "provenance"):  # what every other section ran, or could not
-        built[key] = SECTIONS[key].build(ctx)
+    built = {}
+    # A late section (the summary, limitations, provenance) reads what the others ran: built after them.
+    for s in sorted(order, key=lambda s: (s.late, s.order, s.key)):
+        built[s.key] = s.build(ctx)
     stamp = generated or time.strftime("Generated %Y-%m-%d %H:%M:%S %z")
     title = f"Audit dossier — {model_id}" + (f" against {vs}" if vs else "")
     return document(title, [(s.key, s.title, built[s.key]) for s in order], stamp)

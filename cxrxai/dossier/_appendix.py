@@ -11,6 +11,7 @@ from importlib import metadata
 
 import pandas as pd
 
+from ..errors import CxrxaiError
 from ..reports import REPORTS
 from ._content import gaps_view
 from ._views import Context, Missing, Table, Text, View, section
@@ -59,7 +60,7 @@ def command_line(ctx: Context, out: str = "audit.html") -> str:
     return shlex.join([*parts, "--out", out])
 
 
-@section("limitations", "Limitations", order=80)
+@section("limitations", "Limitations", order=80, late=True)
 def limitations_section(ctx: Context) -> list:
     blocks: list = []
     gaps = ctx.run(gaps_view(ctx))
@@ -96,7 +97,7 @@ def _coverage(ctx: Context) -> list:
 
     try:
         table = prediction_table(ctx.store, ctx.model_id).drop_duplicates("image_id")
-    except Exception:  # noqa: BLE001 — the sections already say why the model has no predictions
+    except CxrxaiError:  # the performance section already says why the model has no predictions
         return []
     n = len(table)
     lines = [
@@ -112,7 +113,7 @@ def _coverage(ctx: Context) -> list:
     )
 
 
-@section("provenance", "Provenance", order=90)
+@section("provenance", "Provenance", order=90, late=True)
 def provenance_section(ctx: Context) -> list:
     rows = [
         {

@@ -73,21 +73,22 @@ Block = Table | Missing | Text | Figure | Gallery
 class Section:
     key: str
     title: str
-    order: int
+    order: int  # reading order
     build: Callable[[Context], list]
+    late: bool = False  # built after every other section: it reads what they ran (or could not)
 
 
 SECTIONS: dict[str, Section] = {}
 
 
-def section(key: str, title: str, *, order: int):
-    """Register the decorated ``fn(ctx) -> list of blocks`` as section ``key`` (reading order by
-    ``order``)."""
+def section(key: str, title: str, *, order: int, late: bool = False):
+    """Register the decorated ``fn(ctx) -> list of blocks`` as section ``key``, read in ``order``;
+    a ``late`` section is built after all others (it reads what they ran)."""
 
     def register(fn):
         if key in SECTIONS:
             raise StoreError(f"a dossier section named {key!r} is already registered")
-        SECTIONS[key] = Section(key, title, order, fn)
+        SECTIONS[key] = Section(key, title, order, fn, late)
         return fn
 
     return register

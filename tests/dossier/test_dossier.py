@@ -197,3 +197,25 @@ def test_on_a_full_store_every_section_has_data_and_the_gallery_is_the_explorers
     assert len(uris) == len(shown) and shown.label.nunique() == cases.dropna(subset=["iou"]).label.nunique()
     png = cv2.imdecode(np.frombuffer(base64.b64decode(uris[0].split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
     assert np.array_equal(png[..., ::-1], expected)
+
+
+def test_a_registered_section_is_read_in_its_order_and_reads_its_report(tmp_path):
+    """A contributor's section: one decorated function over a report view; it appears where its order
+    puts it, its table is that report's, and a duplicate name is refused."""
+    from cxrxai.dossier import SECTIONS, section
+    from cxrxai.dossier._views import View
+
+    @section("toy", "Toy section", order=35)
+    def toy(ctx):
+        return [ctx.table(View("performance", "AUROC again"))]
+
+    try:
+        with open_store(planted_store(tmp_path / "s.duckdb", positives=60)) as store:
+            html = build_dossier(store, "old")
+            assert _check_against_reports(store, "old", html) > 0
+        headings = [h for _, h in _parse(html).headings]
+        assert headings.index("Toy section") == headings.index("Performance") + 1
+        with pytest.raises(StoreError, match="already registered"):
+            section("toy", "Again", order=1)(toy)
+    finally:
+        SECTIONS.pop("toy", None)
