@@ -15,9 +15,11 @@ __all__ = ["PERFORMANCE", "RATES", "comparison_view", "disagreements_view", "gap
 
 _RATES = ("n_pos", "tpr", "tpr_lower", "tpr_upper", "n_neg", "fpr", "fpr_lower", "fpr_upper", "fnr", "small")
 _CHEXCLUSION = "Seyyed-Kalantari et al. 2021 (CheXclusion); Wilson 95% CIs"
-PERFORMANCE = View("performance", "AUROC per finding", reference="95% CI: 1,000 case bootstraps",
-                   columns=("label", "n_positive", "n_negative", "auroc", "lower", "upper", "threshold",
-                            "tpr", "fpr"))
+PERFORMANCE = View("performance", "AUROC and AUPRC per finding, TPR and FPR at the threshold",
+                   reference="AUROC 95% CI as the interval column says; AUPRC: logit interval (Boyd et al. "
+                             "2013), chance = prevalence",
+                   columns=("label", "n_positive", "n_negative", "auroc", "lower", "upper", "interval",
+                            "auprc", "auprc_lower", "auprc_upper", "threshold", "tpr", "fpr"))
 RATES = {by: View("subgroup-tpr", f"TPR / FPR / FNR by {by.replace(',', ' × ')}", {"by": by},
                   columns=("label", *by.split(","), *_RATES), reference=_CHEXCLUSION)
          for by in ("sex", "age_bin", "sex,age_bin")}
@@ -95,7 +97,11 @@ def performance_section(ctx: Context) -> list:
     perf = ctx.table(PERFORMANCE)
     blocks: list = [perf]
     if isinstance(perf, Table):
-        blocks.append(Figure("AUROC per finding (95% bootstrap CI)", viz.auroc_bars(ctx.run(PERFORMANCE))))
+        from ..summaries import roc_table
+
+        blocks.append(Figure("AUROC per finding (95% CI)", viz.auroc_bars(ctx.run(PERFORMANCE))))
+        roc = roc_table(ctx.store, ctx.model_id)
+        blocks.append(Figure("ROC curves", viz.roc_curves(roc, ctx.run(PERFORMANCE))))
     return [*blocks, Text("Thresholds: " + _thresholds(ctx))]
 
 

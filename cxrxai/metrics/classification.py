@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import MetricError
 from ..stats import MIN_CI_N
 
-__all__ = ["auroc", "auroc_ci", "bootstrap_aurocs"]
+__all__ = ["auprc_ci", "auroc", "auroc_ci", "bootstrap_aurocs", "roc_points"]
 
 
 def auroc(y_true, score) -> float:
@@ -161,6 +161,49 @@ def auroc_ci(
     alpha = (1 - level) / 2
     lo, hi = np.quantile(reps, [alpha, 1 - alpha])
     return point, float(lo), float(hi)
+
+
+def auprc_ci(y_true, score) -> tuple[float, float, float]:
+    """``(auprc, lower, upper)``: the area under the precision–recall curve as average precision
+    (scikit-learn's ``average_precision_score``, the step-wise sum Σ (Rₙ − Rₙ₋₁) Pₙ) with the logit
+    95 % interval of Boyd et al.: logit(AP) ± 1.96 / √(n₊ · AP · (1 − AP)), transformed back.
+
+    NaN without both classes; no interval from fewer than ``stats.MIN_CI_N`` positives or an AP of
+    exactly 0 or 1. Chance level is the prevalence n₊ / n, not 0.5.
+
+    References
+    ----------
+    .. [1] Boyd K., Eng K.H., Page C.D. (2013) Area under the precision-recall curve: point estimates and
+           confidence intervals. ECML PKDD. doi:10.1007/978-3-642-40994-3_29
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in auprc_ci([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])]
+    [0.8333, nan, nan]
+    """
+    y, s = _check(y_true, score)
+    n_pos = int(y.sum())
+    if len(y) == 0 or y.min() == y.max():
+        return float("nan"), float("nan"), float("nan")
+    from sklearn.metrics import average_precision_score
+
+    ap = float(average_precision_score(y, s))
+    if n_pos < MIN_CI_N or not 0 < ap < 1:
+        return ap, float("nan"), float("nan")
+    logit, half = np.log(ap / (1 - ap)), 1.959964 / np.sqrt(n_pos * ap * (1 - ap))
+    return ap, float(1 / (1 + np.exp(-(logit - half)))), float(1 / (1 + np.exp(-(logit + half))))
+
+
+def roc_points(y_true, score) -> tuple[np.ndarray, np.ndarray]:
+    """The ROC curve's (FPR, TPR) corners (scikit-learn's ``roc_curve``, collinear points dropped);
+    empty without both classes."""
+    y, s = _check(y_true, score)
+    if len(y) == 0 or y.min() == y.max():
+        return np.empty(0), np.empty(0)
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=True)
+    return fpr, tpr
 
 
 def _check(y_true, score) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ from .display import (
     value_text,
     verdict_table,
 )
-from .viz_compare import comparison_forest, disagreement_scatter
+from .viz_compare import comparison_forest, disagreement_scatter, roc_curves
 from .viz_localization import explainer_heatmap, regression_scatter, sweep_lines
 from .viz_trust import (
     PAIRED_MEAN,
@@ -59,6 +59,7 @@ __all__ = [
     "reliance_display",
     "shortcut_differences",
     "shortcut_display",
+    "roc_curves",
     "similarity_boxes",
     "sweep_counts",
     "sweep_lines",

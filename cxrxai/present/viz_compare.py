@@ -1,6 +1,7 @@
-"""The model-comparison charts (DataFrames in, figures out; no Streamlit), drawn by the Compare page
-and the audit dossier from the same report frames: the paired differences with their CIs (worse in
-red, better in green, after the family's correction) and the two models' probabilities per case."""
+"""The model's curves and the model-comparison charts (DataFrames in, figures out; no Streamlit),
+drawn by the pages and the audit dossier from the same frames: the ROC curve per finding, the
+paired differences with their CIs (worse in red, better in green, after the family's correction)
+and the two models' probabilities per case."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import plotly.graph_objects as go
 from ._style import LAYOUT as _LAYOUT
 from ._style import PALETTE
 
-__all__ = ["comparison_forest", "disagreement_scatter"]
+__all__ = ["comparison_forest", "disagreement_scatter", "roc_curves"]
 
 _VERDICT = {"worse": "#c0392b", "better": "#2e8b57", "no difference shown": "#7f8c8d"}
 _METRIC = {"auroc": "AUROC", "tpr": "TPR", "fpr": "FPR"}
@@ -67,4 +68,22 @@ def disagreement_scatter(cases: pd.DataFrame, label: str) -> go.Figure:
     fig.update_layout(**_LAYOUT, title=f"{label}: probability, old model → new model",
                       xaxis=dict(title="old model", range=[0, 1]),
                       yaxis=dict(title="new model", range=[0, 1]))
+    return fig
+
+
+def roc_curves(roc: pd.DataFrame, perf: pd.DataFrame | None = None) -> go.Figure:
+    """One ROC curve per finding (``summaries.roc_table``), named with its AUROC and n when
+    ``perf`` (``summaries.model_performance``) is given; the diagonal is chance."""
+    auc = perf.set_index("label")["auroc"] if perf is not None and len(perf) else pd.Series(dtype=float)
+    fig = go.Figure()
+    for k, (label, g) in enumerate(roc.groupby("label", sort=True)):
+        n = f"n = {int(g['n_positive'].iloc[0]):,} + {int(g['n_negative'].iloc[0]):,}"
+        name = f"{label} ({auc[label]:.3f}, {n})" if label in auc.index else f"{label} ({n})"
+        fig.add_trace(go.Scatter(x=g["fpr"], y=g["tpr"], mode="lines", name=name,
+                                 line=dict(color=PALETTE[k % len(PALETTE)], width=1.6)))
+    fig.add_shape(type="line", x0=0, y0=0, x1=1, y1=1, line=dict(color="#999", dash="dot"))
+    fig.update_layout(**{**_LAYOUT, "height": 440},
+                      title="ROC curve per finding (AUROC, positives + negatives)",
+                      xaxis=dict(title="false positive rate", range=[0, 1]),
+                      yaxis=dict(title="true positive rate", range=[0, 1]))
     return fig

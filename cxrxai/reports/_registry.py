@@ -27,6 +27,8 @@ class Report:
     needs_model: bool = True  # False: the report reads its own models' rows (the planted shortcut)
     #: The metric view its ``metric`` option chooses from (None: the report has no such option).
     view: str | None = None
+    #: True: the report compares the model with another, named by its ``vs`` option.
+    pairs: bool = False
 
     def __post_init__(self):
         if self.view is not None and self.view not in metric_registry.VIEWS:
@@ -36,13 +38,17 @@ class Report:
 REPORTS: dict[str, Report] = {}
 
 
-def report(name: str, reproduces: str, *, needs_model: bool = True, view: str | None = None):
-    """Register the decorated function as report ``name`` (the function itself is returned)."""
+def report(name: str, reproduces: str, *, needs_model: bool = True, view: str | None = None,
+           pairs: bool = False):
+    """Register the decorated function as report ``name`` (the function itself is returned);
+    ``pairs``: it compares two models (its ``vs`` option names the second)."""
 
     def register(fn: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
         if name in REPORTS:
             raise StoreError(f"a report named {name!r} is already registered")
-        REPORTS[name] = Report(name, reproduces, fn, needs_model, view)
+        if pairs and "vs" not in inspect.signature(fn).parameters:
+            raise StoreError(f"report {name!r} compares two models but has no vs option")
+        REPORTS[name] = Report(name, reproduces, fn, needs_model, view, pairs)
         return fn
 
     return register

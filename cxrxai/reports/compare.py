@@ -208,7 +208,7 @@ def _groups(lab: pd.DataFrame, groups: str) -> list[tuple[str, str, np.ndarray]]
 
 
 @report("model-comparison", "a model against the one it replaces on shared images: DeLong, McNemar, "
-                            "family-corrected")
+                            "family-corrected", pairs=True)
 def model_comparison(store: Store, model_id: str, *, vs: str = "", groups: str = "sex,age_bin",
                      localization: str = "iou", correction: str = "holm", alpha: float = 0.05,
                      split: str | None = None) -> pd.DataFrame:
@@ -307,7 +307,8 @@ def _explain(out: pd.DataFrame, cases: dict, masks: dict, alpha: float) -> pd.Da
     return out.assign(explained_by=explained, p_without=p_without)
 
 
-@report("model-disagreements", "the shared cases where two models' probabilities differ most")
+@report("model-disagreements", "the shared cases where two models' probabilities differ most",
+        pairs=True)
 def model_disagreements(
     store: Store, model_id: str, *, vs: str = "", top: int = 5, split: str | None = None
 ) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from .predictions import (
     model_performance,
     prediction_table,
     resolve_split,
+    roc_table,
     split_choices,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "prediction_table",
     "resolve_split",
     "resume_hint",
+    "roc_table",
     "split_choices",
 ]

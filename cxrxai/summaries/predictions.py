@@ -8,13 +8,13 @@ import pandas as pd
 
 from ..errors import StoreError
 from ..labels import AGE_BINS
-from ..metrics.classification import auroc_ci
+from ..metrics.classification import auprc_ci, auroc_ci, roc_points
 from ..metrics.comparison import delong_ci
 from ..store import Store
 from .hints import fill_command
 
 __all__ = ["ALL", "cohort_table", "label_table", "model_performance", "prediction_table", "resolve_split",
-           "split_choices"]
+           "roc_table", "split_choices"]
 
 #: The split name that means "every image with a prediction of the model".
 ALL = "all"
@@ -76,8 +76,9 @@ def model_performance(store: Store, model_id: str, *, split: str | None = None, 
                       seed: int = 0) -> pd.DataFrame:
     """AUROC with its 95 % CI, counts and threshold per label on one split.
 
-    Columns: label, auroc, lower, upper, interval, n_positive, n_negative, threshold, tpr, fpr (the
-    last two at the stored threshold; NaN without one). ``interval``: a percentile bootstrap of
+    Columns: label, auroc, lower, upper, interval, auprc with its logit interval (auprc_lower,
+    auprc_upper; chance is the prevalence), n_positive, n_negative, threshold, tpr, fpr (the last two
+    at the stored threshold; NaN without one). ``interval``: a percentile bootstrap of
     ``n_boot`` case resamples (the papers' convention) up to :data:`BOOTSTRAP_MAX_N` labelled cases,
     DeLong's variance above (1,000 resamples of 377,110 cases would take minutes per finding).
     """
@@ -95,14 +96,30 @@ def model_performance(store: Store, model_id: str, *, split: str | None = None, 
             interval = f"DeLong (over {BOOTSTRAP_MAX_N:,} cases)"
         pred = grp["predicted"].to_numpy(float)
         pos, neg = y == 1, y == 0
+        ap, ap_lo, ap_hi = auprc_ci(y, grp["prob"].to_numpy(float))
         rows.append({
             "label": label, "auroc": point, "lower": lo, "upper": hi, "interval": interval,
+            "auprc": ap, "auprc_lower": ap_lo, "auprc_upper": ap_hi,
             "n_positive": int(pos.sum()), "n_negative": int(neg.sum()),
             "threshold": grp["threshold"].iloc[0],
             "tpr": float(np.nanmean(pred[pos])) if np.isfinite(pred[pos]).any() else np.nan,
             "fpr": float(np.nanmean(pred[neg])) if np.isfinite(pred[neg]).any() else np.nan,
         })
     return pd.DataFrame(rows)
+
+
+def roc_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
+    """The ROC curve of each label on one split, long: label, fpr, tpr (its corners), n_positive,
+    n_negative — what :func:`model_performance`'s AUROC is the area under."""
+    table = store.prediction_table(model_id, split=resolve_split(store, model_id, split)).dropna(
+        subset=["ground_truth"])
+    parts = []
+    for label, grp in table.groupby("label", sort=True):
+        y = grp["ground_truth"].to_numpy(int)
+        fpr, tpr = roc_points(y, grp["prob"].to_numpy(float))
+        parts.append(pd.DataFrame({"label": label, "fpr": fpr, "tpr": tpr, "n_positive": int(y.sum()),
+                                   "n_negative": int((y == 0).sum())}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["label", "fpr", "tpr"])
 
 
 def cohort_table(store: Store, *, dataset: str | None = None) -> pd.DataFrame:

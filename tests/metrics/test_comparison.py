@@ -116,3 +116,22 @@ def test_delong_ci_is_the_pairwise_variance_and_needs_five_of_each_class():
     assert auc == pytest.approx(psi.mean(), abs=1e-12)
     assert (lo, hi) == (pytest.approx(auc - 1.959964 * se, abs=1e-6), pytest.approx(auc + 1.959964 * se, abs=1e-6))
     assert np.isnan(delong_ci([0, 0, 0, 0, 0, 1, 1], [0, 1, 2, 3, 4, 5, 6])[1])
+
+
+def test_auprc_logit_interval_by_hand_and_roc_points_are_sklearns():
+    """AP by its step-wise sum; Boyd et al.'s logit interval written out; the ROC corners."""
+    from sklearn.metrics import roc_curve
+
+    from cxrxai.metrics.classification import auprc_ci, roc_points
+
+    y = np.array([1, 0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1])
+    s = np.array([0.9, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5, 0.4, 0.35, 0.3, 0.2, 0.1])
+    # precision at each positive, in score order: 1/1, 2/3, 3/4, 4/6, 5/9, 6/11, 7/12 → AP = mean
+    ap_by_hand = np.mean([1, 2 / 3, 3 / 4, 4 / 6, 5 / 9, 6 / 11, 7 / 12])
+    ap, lo, hi = auprc_ci(y, s)
+    logit, half = np.log(ap / (1 - ap)), 1.959964 / np.sqrt(7 * ap * (1 - ap))
+    assert ap == pytest.approx(ap_by_hand, abs=1e-12)
+    assert (lo, hi) == (pytest.approx(1 / (1 + np.exp(-(logit - half)))), pytest.approx(1 / (1 + np.exp(-(logit + half)))))
+    fpr, tpr = roc_points(y, s)
+    ref_fpr, ref_tpr, _ = roc_curve(y, s)
+    assert np.array_equal(fpr, ref_fpr) and np.array_equal(tpr, ref_tpr)
