@@ -82,7 +82,7 @@ def limitations_section(ctx: Context) -> list:
                     f"{len(wide):,} rows; the 30 widest shown" if len(wide) > 30 else "",
                 )
             )
-    blocks += _coverage(ctx)
+    blocks += _coverage(ctx) + _unmatched(ctx)
     if ctx.missing:
         blocks.append(Text("Analyses not shown, why, and the command that fills each:"))
         blocks += [Text(f"{m.what}: {m.why}", "missing") for m in ctx.missing]
@@ -111,6 +111,31 @@ def _coverage(ctx: Context) -> list:
         if lines
         else [Text(f"Sex and age are known for all {n:,} evaluated images.")]
     )
+
+
+def _unmatched(ctx: Context) -> list:
+    """Model outputs scoring no dataset label and labels no output scores (the data audit's matches)."""
+    from ..audit import audit_store
+
+    lines, unknown = [], []
+    for dataset in audit_store(ctx.store).datasets:
+        part = dataset.section("label_matches")
+        if part.empty:
+            unknown.append(f"{dataset.dataset}: {part.empty}")
+            continue
+        rows = part.table[part.table["model_id"].isin([m for m in (ctx.model_id, ctx.vs) if m])]
+        for how, col in (("unmatched output", "model_output"), ("unmatched label", "dataset_label")):
+            names = rows.loc[rows["how"] == how, col].dropna().tolist()
+            if names:
+                lines.append(f"{dataset.dataset}: {len(names)} {how}(s) — {', '.join(map(str, names))}")
+    blocks = [Text("Which model output scores which dataset label is not known — " + "; ".join(unknown))
+              ] if unknown else []
+    if lines:
+        return [*blocks, Text("Labels and outputs not evaluated: " + "; ".join(lines) + ".")]
+    if not unknown:
+        blocks.append(Text("Every model output this document evaluates scores a dataset label, and every "
+                           "label has an output."))
+    return blocks
 
 
 @section("provenance", "Provenance", order=90, late=True)
