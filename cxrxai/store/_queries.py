@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..models.spec import ModelSpec
 from ..models.stored import ModelIdentity
+from ..models.thresholds import decision_sql
 from ._audit import AuditQueries
 from ._metric_tables import MetricTableQueries
 from ._roots import with_resolved_paths
@@ -294,8 +295,9 @@ class Queries(MetricTableQueries, AuditQueries):
     def prediction_table(self, model_id: str, *, split: str | None = None) -> pd.DataFrame:
         """One row per image × label: demographics, probability, threshold, truth, decision.
 
-        ``ground_truth`` is 1/0 or missing (unknown label); ``predicted`` is
-        ``prob >= threshold`` (missing when the label has no threshold).
+        ``ground_truth`` is 1/0 or missing (unknown label); ``predicted`` is the decision rule
+        (:func:`~cxrxai.models.thresholds.decision_sql`: ``prob >= threshold``, missing when the
+        label has no threshold).
         """
         where, params = _where(prefix="i.", split=split)
         where += (" AND " if where else " WHERE ") + "p.model_id = ?"
@@ -303,8 +305,7 @@ class Queries(MetricTableQueries, AuditQueries):
         return self._arrow_df(
             f"""SELECT p.image_id, i.dataset, i.split, i.patient_id, i.sex, i.age, i.age_bin, i.view,
                        p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,
-                       CASE WHEN t.threshold IS NULL THEN NULL
-                            ELSE (p.prob >= t.threshold)::TINYINT END AS predicted
+                       {decision_sql("p.prob", "t.threshold")} AS predicted
                 FROM predictions p
                 JOIN images i USING (image_id)
                 LEFT JOIN thresholds t ON t.model_id = p.model_id AND t.label = p.label
