@@ -66,3 +66,13 @@ def test_the_store_calls_as_the_rule_does(tmp_path):
     assert table.predicted.astype(float).tolist()[::2] == [1.0, 0.0, 0.0, 1.0, 1.0]
     assert table.predicted.isna().sum() == 5
     np.testing.assert_array_equal(table.predicted.astype(float), decide(table.prob, table.threshold))
+
+
+@pytest.mark.parametrize("prob, threshold, decision", [c for c in CASES if not np.isnan(c[2])])
+def test_the_probability_gate_keeps_a_mask_exactly_where_the_rule_calls_positive(prob, threshold, decision):
+    """Saporta et al.'s gate (``metrics.localization.probability_gate``) sits below the models layer and
+    cannot call :func:`decide`; it must agree with it wherever a decision exists."""
+    from cxrxai.metrics.localization import probability_gate
+
+    kept = probability_gate(np.ones((2, 2), bool), prob, threshold).all()
+    assert kept == (decide(prob, threshold) == 1.0)
