@@ -7,9 +7,11 @@
   dropped, RGB is read as grey by the channels' mean when they differ by at most
   :data:`~cxrxai.data._film_rules.GREY_TOLERANCE` levels (else refused as a colour image), and
   the EXIF orientation is applied as image viewers apply it.
-* DICOM (pydicom): modality LUT (rescale slope/intercept), then the VOI LUT or window from the
-  header when present (else the film's own range), MONOCHROME1 inverted so bone is bright, then
-  scaled to 8 bits.
+* DICOM (pydicom), by :mod:`cxrxai.data._dicom_film`: shown as a DICOM viewer shows it. Pixel
+  padding left out and painted black; modality LUT (rescale slope/intercept); the VOI LUT or
+  window from the header with its output range mapped to 0–255 (no re-stretch to the film's own
+  range unless ``voi_range="film"``), else the film's own range; MONOCHROME1 inverted so bone is
+  bright.
 * Images larger than :data:`MAX_SIDE` pixels on a side are refused (a decompression bomb or
   the wrong file), as are files with no pixel data.
 
@@ -28,6 +30,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import DataError
+from ._dicom_film import check_voi_range, read_dicom_film
 from ._film_rules import ORIENTATION_TAG, drop_alpha, orient, png_header, to_grey, used_range
 
 __all__ = ["MAX_SIDE", "READER_VERSION", "Film", "is_dicom", "read_dicom", "read_film", "read_image",
@@ -37,7 +40,8 @@ MAX_SIDE = 8192
 
 #: Raised whenever a rule here changes the pixels a file reads to (a decode cache keyed by it is
 #: then rebuilt, never reused from the old rule). 2: bit depth, EXIF orientation, alpha and tint.
-READER_VERSION = 2
+#: 3: DICOM VOI output range shown as a viewer shows it, pixel padding painted black.
+READER_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -82,14 +86,17 @@ def read_image(path: str | Path) -> np.ndarray:
     return read_film(path).pixels
 
 
-def read_film(path: str | Path) -> Film:
+def read_film(path: str | Path, *, voi_range: str = "viewer") -> Film:
     """A PNG/JPEG/DICOM radiograph as (H, W) uint8 grey pixels and the note of what was done to
-    them (see the module docstring for the rules)."""
+    them (see the module docstring for the rules). ``voi_range`` (DICOM only, one of
+    :data:`~cxrxai.data._dicom_film.VOI_RANGES`): ``"viewer"`` maps the VOI LUT's or window's
+    output range to 0–255 as a DICOM viewer does; ``"film"`` re-stretches it to the film's own range."""
+    check_voi_range(voi_range)
     p = Path(path)
     if not p.is_file():
         raise DataError(f"no image file at {p}")
     if p.suffix.lower() in (".dcm", ".dicom") or is_dicom(p):
-        return _dicom_film(p)
+        return _dicom_film(p, voi_range=voi_range)
     try:
         with Image.open(p) as im:
             if max(im.size) > MAX_SIDE:  # checked before decoding a possible decompression bomb
@@ -153,14 +160,13 @@ def _joined(*notes: str | None) -> str | None:
     return "; ".join(n for n in notes if n) or None
 
 
-def read_dicom(path: str | Path) -> np.ndarray:
+def read_dicom(path: str | Path, *, voi_range: str = "viewer") -> np.ndarray:
     """A DICOM radiograph as (H, W) uint8 (see the module docstring for the steps)."""
-    return _dicom_film(Path(path)).pixels
+    return _dicom_film(Path(path), voi_range=voi_range).pixels
 
 
-def _dicom_film(p: Path) -> Film:
+def _dicom_film(p: Path, *, voi_range: str = "viewer") -> Film:
     import pydicom
-    from pydicom.pixels import apply_modality_lut, apply_voi_lut
 
     try:
         ds = pydicom.dcmread(str(p))
@@ -175,40 +181,7 @@ def _dicom_film(p: Path) -> Film:
     if arr.ndim != 2:
         raise DataError(f"{p} holds {arr.ndim}-D pixels (shape {arr.shape}); expected one grey frame")
     _check_size(arr, p)
-    values = apply_modality_lut(arr, ds)
-    if "VOILUTSequence" in ds or "WindowCenter" in ds:
-        values = apply_voi_lut(values, ds)
-    note = _dicom_note(ds, values)
-    img = to_uint8(np.asarray(values, np.float64))
-    if str(ds.get("PhotometricInterpretation", "MONOCHROME2")).upper() == "MONOCHROME1":
-        img = 255 - img
-        note += "; MONOCHROME1: inverted so bone is bright"
-    return Film(img, note)
-
-
-def _dicom_note(ds, values: np.ndarray) -> str:
-    """How a DICOM's grey levels were chosen (``values``: after the modality LUT, and the VOI
-    LUT or window when the header has one)."""
-    from pydicom.multival import MultiValue
-
-    parts = [f"DICOM, {ds.get('BitsStored', 'unknown')} bits stored"]
-    slope, intercept = float(ds.get("RescaleSlope", 1) or 1), float(ds.get("RescaleIntercept", 0) or 0)
-    if "ModalityLUTSequence" in ds:
-        parts.append("modality LUT from the header applied")
-    elif (slope, intercept) != (1.0, 0.0):
-        parts.append(f"rescale slope {slope:g} intercept {intercept:g} applied")
-    if "VOILUTSequence" in ds:
-        parts.append("VOI LUT from the header")
-    elif "WindowCenter" in ds:
-        centres, widths = ds.WindowCenter, ds.get("WindowWidth")
-        many = isinstance(centres, MultiValue)  # apply_voi_lut applies the first window
-        centre, width = (centres[0], widths[0]) if many else (centres, widths)
-        extra = f" (the first of {len(centres)})" if many else ""
-        parts.append(f"window centre {float(centre):g} width {float(width):g} from the header{extra}")
-    else:
-        lo, hi = (float(np.min(values)), float(np.max(values))) if values.size else (0.0, 0.0)
-        parts.append(f"no window in the header: scaled from its own range {lo:g}–{hi:g} to 0–255")
-    return ", ".join(parts)
+    return Film(*read_dicom_film(ds, arr, voi_range=voi_range))
 
 
 def _check_size(img: np.ndarray, p: Path) -> None:

@@ -219,7 +219,7 @@ def test_real_colour_is_refused_with_the_measured_difference(tmp_path):
         read_image(tmp_path / "colour.png")
 
 
-# ---- DICOM notes (pixels as before) ---------------------------------------------------------------
+# ---- DICOM notes (the pixels: tests/data/test_dicom_display.py) ---------------------------------
 
 def test_dicom_notes_say_how_the_grey_levels_were_chosen(tmp_path):
     from tests.data.test_io_and_folder import _dicom
@@ -233,7 +233,8 @@ def test_dicom_notes_say_how_the_grey_levels_were_chosen(tmp_path):
                          "no window in the header: scaled from its own range -1000–2000 to 0–255; "
                          "MONOCHROME1: inverted so bone is bright")
     win = _dicom(tmp_path / "w.dcm", ramp, window=(500, 400))
-    assert _note(win) == "DICOM, 16 bits stored, window centre 500 width 400 from the header"
+    assert _note(win) == ("DICOM, 16 bits stored, window centre 500 width 400 from the header "
+                          "(output 0–65535 shown as 0–255 as a viewer shows it)")
     from cxrxai.data.io import read_film
 
     for p in (own, m1, win):
