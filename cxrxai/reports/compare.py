@@ -22,6 +22,7 @@ from ..store import Store
 from ..summaries import prediction_table
 from ._cases import localization_cases
 from ._registry import report
+from .subgroups import no_group_reason, require_decisions
 
 __all__ = ["GROUPINGS", "groupings", "model_comparison", "model_disagreements", "subgroup_gaps"]
 
@@ -73,18 +74,11 @@ def subgroup_gaps(
     ``useful_width`` (a gap that size could be missed: said, never flagged by width alone).
     ``df.attrs["skipped"]`` names the groupings without any value, and why."""
     table = prediction_table(store, model_id, split=split)
-    table = table[table.label != NO_FINDING].dropna(subset=["predicted", "ground_truth"])
-    if table.empty:
-        raise StoreError(
-            f"model {model_id!r} has no decision to compare groups on: no threshold or no "
-            "ground truth (see `report subgroup-tpr` for the reason and the fill command)"
-        )
+    table = require_decisions(table[table.label != NO_FINDING], model_id)
     rows, skipped = [], {}
     for cols in groupings(groups):
         missing = [c for c in cols if c not in table.columns]
         if missing or table.dropna(subset=cols).empty:
-            from .subgroups import no_group_reason
-
             skipped[_name(cols)] = (
                 f"unknown column {missing}"
                 if missing
@@ -138,13 +132,16 @@ def _gap_rows(rates: pd.DataFrame, cols: list[str]) -> list[dict]:
 def _shared(store: Store, model_id: str, vs: str, split: str | None) -> pd.DataFrame:
     """One row per image × finding both models predicted: each one's prob and decision, truth and
     demographics (joined by image id and label, never by order)."""
-    if not vs:
+    if not vs or vs == model_id:
+        models = store.models()
+        others = [m for m in (models["model_id"].tolist() if len(models) else []) if m != model_id]
+        what = (f"vs={vs!r} is the model itself" if vs else "no vs=MODEL_ID, the model it replaces")
         raise StoreError(
-            "model-comparison needs the model it replaces: option vs=MODEL_ID (`report "
-            "model-comparison --option vs=OLD`, `dossier --vs OLD`)"
-        )
-    if vs == model_id:
-        raise StoreError(f"model-comparison compares two models; vs={vs!r} is the model itself")
+            f"comparing model {model_id!r} needs another model of the store, and got {what} (the store's "
+            f"other models: {', '.join(others) or 'none'}); name it: `python -m cxrxai report "
+            f"model-comparison --model {model_id} --option vs=OLD` or `python -m cxrxai dossier --model "
+            f"{model_id} --vs OLD`; with no other model, predict the one it replaces into this store "
+            "(`python -m cxrxai precompute --model …`)")
     new, old = prediction_table(store, model_id, split=split), prediction_table(store, vs, split=split)
     keep = ["image_id", "label", "prob", "predicted"]
     both = new.merge(old[keep], on=["image_id", "label"], suffixes=("", "_old"), validate="one_to_one")

@@ -17,8 +17,8 @@ from ..summaries import prediction_table
 from ._cases import localization_cases, require_metrics
 from ._registry import report
 
-__all__ = ["explanation_auc_by_subgroup", "metric_by_subgroup", "no_group_reason", "require_groups",
-           "subgroup_tpr", "underdiagnosis"]
+__all__ = ["explanation_auc_by_subgroup", "metric_by_subgroup", "no_group_reason", "require_decisions",
+           "require_groups", "subgroup_tpr", "underdiagnosis"]
 
 #: Grouping column → the image field it is made from.
 _FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view"}
@@ -62,6 +62,19 @@ def no_group_reason(store: Store, image_ids, column: str) -> str:
     return "; ".join(parts)
 
 
+def require_decisions(table: pd.DataFrame, model_id: str) -> pd.DataFrame:
+    """The rows of ``table`` with a decision and a ground truth, or a :class:`StoreError` saying why
+    there are none and how to fill them."""
+    decided = table.dropna(subset=["predicted", "ground_truth"])
+    if decided.empty:
+        raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: "
+                         f"no threshold for any of {', '.join(table.label.unique())} (table thresholds) or "
+                         "no ground truth; thresholds are chosen on a validation split with both classes "
+                         "(`python -m cxrxai precompute ... --split all`) or imported (`python -m cxrxai "
+                         "import-predictions ... --thresholds Threshold.csv`)")
+    return decided
+
+
 def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what: str) -> None:
     """A :class:`StoreError` saying why, when no row of ``table`` has every ``by`` value."""
     cols = _columns(by)
@@ -80,13 +93,7 @@ def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci
     ``split``: test when the model has test predictions, else ``all`` (every predicted image)."""
     table = prediction_table(store, model_id, split=split)
     table = table[table.label != NO_FINDING]
-    decided = table.dropna(subset=["predicted", "ground_truth"])
-    if decided.empty:
-        raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: "
-                         f"no threshold for any of {', '.join(table.label.unique())} (table thresholds) or "
-                         "no ground truth; thresholds are chosen on a validation split with both classes "
-                         "(`python -m cxrxai precompute ... --split all`) or imported (`python -m cxrxai "
-                         "import-predictions ... --thresholds Threshold.csv`)")
+    decided = require_decisions(table, model_id)
     require_groups(store, decided, by, f"model {model_id!r}'s TPR by subgroup")
     return fairness.subgroup_rates(table, by, ci=ci)
 

@@ -75,9 +75,9 @@ def test_a_copy_is_no_different_and_the_old_model_is_required(tmp_path):
     with open_store(planted_store(tmp_path / "s.duckdb", positives=60)) as store:
         cmp = run_report(store, "model-comparison", "new", vs="old")
         assert not (cmp.worse | cmp.better).any() and (cmp["diff"] == 0).all()
-        with pytest.raises(StoreError, match="vs=MODEL_ID"):
+        with pytest.raises(StoreError, match="vs=MODEL_ID.*other models: old.*python -m cxrxai dossier"):
             run_report(store, "model-comparison", "new")
-        with pytest.raises(StoreError, match="the model itself"):
+        with pytest.raises(StoreError, match="'new' is the model itself"):
             run_report(store, "model-comparison", "new", vs="new")
 
 
