@@ -158,7 +158,7 @@ def _shortcut_rows(path: str, built_at: str) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=4)
 def shortcut_panels(path: str, built_at: str, image_id: str) -> list[dict]:
     """The film panels of one case of the planted-shortcut analysis (re-rendered, with its maps)."""
-    from cxrxai.pipeline.shortcut import shortcut_panels as panels
+    from cxrxai.present.shortcut_panels import shortcut_panels as panels
 
     return panels(_shortcut_rows(path, built_at), image_id)
 

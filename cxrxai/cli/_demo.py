@@ -101,7 +101,7 @@ def _add_train_shortcut(p: argparse.ArgumentParser) -> None:
 def _train_shortcut(args) -> int:
     from dataclasses import replace
 
-    from ..pipeline.shortcut import SHORTCUT_MODEL, SHORTCUT_TRAIN, shortcut_config, train_shortcut_model
+    from ..models.shortcut_model import SHORTCUT_MODEL, SHORTCUT_TRAIN, shortcut_config, train_shortcut_model
 
     bars = Bars()
     tc = SHORTCUT_TRAIN if args.epochs is None else replace(SHORTCUT_TRAIN, schedule=((224, args.epochs),))

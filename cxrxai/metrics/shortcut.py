@@ -24,7 +24,11 @@ import pandas as pd
 from .. import stats
 from ..errors import MetricError
 
-__all__ = ["mass_shares", "marker_zone", "reliance", "shortcut_summary"]
+__all__ = ["MARKER_ZONE", "mass_shares", "marker_zone", "reliance", "shortcut_summary"]
+
+#: The marker zone's margin around the marker, a fraction of the image side (:func:`marker_zone`):
+#: what the shortcut stage scores and its panels draw.
+MARKER_ZONE = 0.04
 
 
 def marker_zone(marker: np.ndarray, zone: float) -> np.ndarray:

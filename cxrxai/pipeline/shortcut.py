@@ -1,12 +1,10 @@
-"""The planted shortcut: a model fine-tuned where a marker goes with one finding, and the stage
-that asks each explainer where it puts its mass on cases carrying the marker.
+"""The planted-shortcut stage: where each explainer puts its mass on cases carrying the marker,
+under the shortcut model and under its control (:mod:`cxrxai.metrics.shortcut`).
 
-The shortcut cohort is its own phantom cohort (:func:`shortcut_config`): in its training and
-validation splits, images positive for :data:`SHORTCUT_LABEL` carry the marker 90 % of the time
-and negatives 5 %; its test split never does, so every test case can be rendered twice, with and
-without the marker, and nothing else changes (the marker draws no random numbers). The shortcut
-model starts from the control (the demo's ResNet-18) and is fine-tuned on that cohort; the stage
-then scores both on the same marked test cases (:mod:`cxrxai.metrics.shortcut`).
+The cohort and the fine-tuned model are :mod:`cxrxai.models.shortcut_model`'s (re-exported here);
+the panels the Benchmark page draws from the stored rows are :mod:`cxrxai.present.shortcut_panels`'s.
+The stage scores both models on the same marked test cases: each rendered with and without its
+marker, nothing else changed.
 """
 
 from __future__ import annotations
@@ -20,14 +18,20 @@ import numpy as np
 import pandas as pd
 
 from ..data.demo import DemoData, given_or_loaded
-from ..data.phantom import CaseSpec, PhantomConfig, Shortcut, render
+from ..data.phantom import PhantomConfig, render
 from ..errors import ModelError
 from ..explain import Setting, explain
-from ..metrics.shortcut import marker_zone, mass_shares
+from ..metrics.shortcut import MARKER_ZONE, marker_zone, mass_shares
 from ..models.inference import predict_logits, sigmoid
-from ..models.registry import LoadedModel, load
+from ..models.registry import LoadedModel
+from ..models.shortcut_model import (  # re-exported: the demo build and the tests import them from here
+    SHORTCUT_LABEL,
+    SHORTCUT_MODEL,
+    SHORTCUT_TRAIN,
+    shortcut_config,
+    train_shortcut_model,
+)
 from ..models.spec import preprocess
-from ..models.train import TrainConfig
 from ..postprocess import positive, upsample
 
 __all__ = [
@@ -36,54 +40,9 @@ __all__ = [
     "SHORTCUT_TRAIN",
     "ShortcutPlan",
     "shortcut_config",
-    "shortcut_panels",
     "shortcut_stage",
     "train_shortcut_model",
 ]
-
-SHORTCUT_LABEL = "Nodule"
-#: Name (weights file stem) of the demo's shortcut model.
-SHORTCUT_MODEL = "demo-resnet18-shortcut"
-#: Fine-tuning from the control: two epochs at the input size, a lower learning rate (about 6 min
-#: on 2 CPU cores for a ResNet-18 on the 1,500-image cohort).
-SHORTCUT_TRAIN = TrainConfig(arch="resnet18", schedule=((224, 2),), lr=3e-4, warmup_steps=10)
-
-
-def shortcut_config(base: PhantomConfig | None = None, *, n_images: int = 1500, label: str = SHORTCUT_LABEL
-                    ) -> PhantomConfig:
-    """The shortcut cohort: ``base``'s look with its own seed, the marker planted with ``label``
-    in the training and validation splits only."""
-    base = base or PhantomConfig()
-    return replace(base, n_images=n_images, seed=base.seed + 101,
-                   shortcut=Shortcut(label, p_positive=0.9, p_negative=0.05, splits=("train", "val")))
-
-
-def train_shortcut_model(
-    control: str | Path,
-    *,
-    config: PhantomConfig,
-    models_dir: str | Path,
-    data_dir: str | Path,
-    name: str = SHORTCUT_MODEL,
-    train_config: TrainConfig = SHORTCUT_TRAIN,
-    input_size: int | None = None,
-    progress: Callable | None = None,
-) -> Path:
-    """Fine-tune the control model's weights on the shortcut cohort; returns the weights path."""
-    from ..models.demo_model import train_demo_model
-
-    control_model = load(control, device="cpu")
-    tc = replace(train_config, arch=control_model.spec.arch, init_from=str(Path(control).with_suffix(".pt")))
-    _, path = train_demo_model(
-        name=name,
-        config=config,
-        train_config=tc,
-        models_dir=models_dir,
-        data_dir=data_dir,
-        input_size=input_size or control_model.spec.input_size,
-        progress=progress,
-    )
-    return path
 
 
 @dataclass(frozen=True)
@@ -100,7 +59,7 @@ class ShortcutPlan:
         ("gradientshap", ()),
         ("occlusion", (("patch", 32), ("stride", 16))),
     )
-    zone: float = 0.04
+    zone: float = MARKER_ZONE
     thumb: int = 56
     seed: int = 0
 
@@ -199,28 +158,3 @@ def shortcut_stage(
             writer.publish()
         report[role] = {"model": model.spec.name, "computed": len(rows)}
     return {"cases": len(rows_idx), **report}
-
-
-def shortcut_panels(rows: pd.DataFrame, image_id: str, *, zone: float = ShortcutPlan.zone) -> list[dict]:
-    """Film panels (see :func:`cxrxai.present.film.film_grid`) of one marked case: one per stored
-    (role, explainer), the case re-rendered with its marker, the lesion as the reference reader
-    and the marker zone as reader ``shortcut``; shortcut model first, explainers in stored order."""
-    case_rows = rows[rows.image_id == image_id]
-    if case_rows.empty:
-        raise ModelError(f"no shortcut rows for case {image_id!r}")
-    first = case_rows.iloc[0]
-    case = render(CaseSpec.from_json(first.generator_key), PhantomConfig.from_json(first.phantom_config))
-    masks = {"gt": case.mask(first.label), "shortcut": marker_zone(case.shortcut_mask, zone)}
-    panels = []
-    for r in case_rows.sort_values(["role", "method"], ascending=[False, True]).itertuples():
-        side = int(r.thumb_size)
-        panels.append(
-            {
-                "image": case.image,
-                "saliency": np.asarray(r.thumb, np.float32).reshape(side, side),
-                "masks": masks,
-                "title": f"{r.method} · {r.role} ({r.model_id}) · p={r.prob:.2f}, "
-                f"without marker {r.prob_without:.2f} · marker share {r.marker_share:.0%}",
-            }
-        )
-    return panels
