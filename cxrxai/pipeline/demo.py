@@ -18,14 +18,14 @@ from ..data.second_reader import synthetic_reader
 from ..errors import UnknownNameError
 from ..labels import DEMO_LABELS
 from ..models.registry import load
+from ..models.shortcut_model import SHORTCUT_MODEL, shortcut_config
 from ..paths import absolute
 from ..store import CAM_ONLY_META, write_store
 from .maps import MapConfig, MapPlan
 from .phases import PHASES
 from .plan import BuildPlan
 from .runner import BuildContext, ProgressFn, Stage, _quiet, run_stages
-from .shortcut import SHORTCUT_MODEL, shortcut_config, shortcut_stage, train_shortcut_model
-from .stages import resolve, stage
+from .stages import resolve
 from .trust import TRUST_IG, FidelityPlan, TrustPlan
 
 __all__ = ["AFTER_FIRST_LOOK", "DEMO_DATASET", "EVIDENCE", "EVIDENCE_STAGES", "FIRST_LOOK",
@@ -189,37 +189,12 @@ def model_evidence_stages(*, full: bool = False, evidence: Evidence = EVIDENCE,
 
 
 def _shortcut_setup(model_path, config: PhantomConfig, data_dir) -> dict:
-    """The planted shortcut beside the demo model: the demo's ResNet-18 as the control, the
-    fine-tuned weights next to it, the shortcut cohort drawn like ``config``."""
+    """The planted shortcut beside the demo model (the options of the ``shortcut`` stage,
+    :mod:`cxrxai.pipeline.shortcut`): the demo's ResNet-18 as the control, the fine-tuned weights
+    next to it, the shortcut cohort drawn like ``config``."""
     control = Path(model_path).with_name("demo-resnet18.pt")
     return {"control": control, "weights": control.with_name(f"{SHORTCUT_MODEL}.pt"),
             "config": shortcut_config(config), "data_dir": data_dir}
-
-
-@stage("shortcut", reads=("models",), writes=("shortcut",),
-       help="the planted shortcut: a fine-tuned model against its control (the demo only)")
-def _shortcut(ctx) -> dict:
-    """The planted shortcut (``ctx.options["shortcut"]``: control weights, shortcut weights, cohort,
-    phantom cache): fine-tune the shortcut model when its weights are missing, then score both."""
-    setup = ctx.options.get("shortcut")
-    if not setup or not Path(setup["control"]).with_suffix(".pt").is_file():
-        return {"skipped": "no control model (the demo's ResNet-18) to fine-tune"}
-    weights = Path(setup["weights"]).with_suffix(".pt")
-    report = {}
-    if not weights.is_file():
-        s0 = time.monotonic()
-        train_shortcut_model(
-            setup["control"],
-            config=setup["config"],
-            models_dir=weights.parent,
-            data_dir=setup["data_dir"],
-            name=weights.stem,
-            progress=lambda p: ctx.progress("fine-tune the shortcut model", p.step, p.total_steps),
-        )
-        report["trained_s"] = round(time.monotonic() - s0, 1)
-    models = {"shortcut": load(weights), "control": load(setup["control"])}
-    return {**report, **shortcut_stage(ctx.writer, models, config=setup["config"], data_dir=setup["data_dir"],
-                                       progress=ctx.progress)}
 
 
 def demo_dataset_store(store_path: str | Path, *, data_dir: str | Path, config: PhantomConfig,

@@ -1,5 +1,6 @@
-"""The planted-shortcut stage: where each explainer puts its mass on cases carrying the marker,
-under the shortcut model and under its control (:mod:`cxrxai.metrics.shortcut`).
+"""The planted-shortcut stage (registered as ``shortcut``: the fine-tuning when its weights are
+missing, then :func:`shortcut_stage`): where each explainer puts its mass on cases carrying the
+marker, under the shortcut model and under its control (:mod:`cxrxai.metrics.shortcut`).
 
 The cohort and the fine-tuned model are :mod:`cxrxai.models.shortcut_model`'s (re-exported here);
 the panels the Benchmark page draws from the stored rows are :mod:`cxrxai.present.shortcut_panels`'s.
@@ -9,6 +10,7 @@ marker, nothing else changed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +25,7 @@ from ..errors import ModelError
 from ..explain import Setting, explain
 from ..metrics.shortcut import MARKER_ZONE, marker_zone, mass_shares
 from ..models.inference import predict_logits, sigmoid
-from ..models.registry import LoadedModel
+from ..models.registry import LoadedModel, load
 from ..models.shortcut_model import (  # re-exported: the demo build and the tests import them from here
     SHORTCUT_LABEL,
     SHORTCUT_MODEL,
@@ -33,6 +35,7 @@ from ..models.shortcut_model import (  # re-exported: the demo build and the tes
 )
 from ..models.spec import preprocess
 from ..postprocess import positive, upsample
+from .stages import stage
 
 __all__ = [
     "SHORTCUT_LABEL",
@@ -158,3 +161,29 @@ def shortcut_stage(
             writer.publish()
         report[role] = {"model": model.spec.name, "computed": len(rows)}
     return {"cases": len(rows_idx), **report}
+
+
+@stage("shortcut", reads=("models",), writes=("shortcut",),
+       help="the planted shortcut: a fine-tuned model against its control (the demo only)")
+def _shortcut(ctx) -> dict:
+    """The planted shortcut (``ctx.options["shortcut"]``: control weights, shortcut weights, cohort,
+    phantom cache): fine-tune the shortcut model when its weights are missing, then score both."""
+    setup = ctx.options.get("shortcut")
+    if not setup or not Path(setup["control"]).with_suffix(".pt").is_file():
+        return {"skipped": "no control model (the demo's ResNet-18) to fine-tune"}
+    weights = Path(setup["weights"]).with_suffix(".pt")
+    report = {}
+    if not weights.is_file():
+        s0 = time.monotonic()
+        train_shortcut_model(
+            setup["control"],
+            config=setup["config"],
+            models_dir=weights.parent,
+            data_dir=setup["data_dir"],
+            name=weights.stem,
+            progress=lambda p: ctx.progress("fine-tune the shortcut model", p.step, p.total_steps),
+        )
+        report["trained_s"] = round(time.monotonic() - s0, 1)
+    models = {"shortcut": load(weights), "control": load(setup["control"])}
+    return {**report, **shortcut_stage(ctx.writer, models, config=setup["config"], data_dir=setup["data_dir"],
+                                       progress=ctx.progress)}
