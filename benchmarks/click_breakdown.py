@@ -23,7 +23,7 @@ import os
 import statistics
 from pathlib import Path
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 
 from . import live_latency as live
 from ._browser import open_picker

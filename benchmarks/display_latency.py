@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 from cxrxai.present import film
 from cxrxai.present.film_view import browser_film
 

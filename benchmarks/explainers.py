@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from cxrxai import paths
-from cxrxai.bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
+from cxrxai.cli.bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
 from cxrxai.models.registry import load
 from cxrxai.pipeline.maps import SWEEP
 

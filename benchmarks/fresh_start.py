@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 
 from ._browser import chromium, open_picker, pick, wait_healthy
 

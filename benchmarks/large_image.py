@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torchvision
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 from cxrxai.data.adapters.chexpert import CHEXPERT_LABELS
 from cxrxai.data.io import read_image
 from cxrxai.data.masks import decode_rle

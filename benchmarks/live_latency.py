@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cxrxai import paths
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 
 from ._browser import chromium, open_picker, pick, wait_healthy
 

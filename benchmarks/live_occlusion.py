@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from cxrxai import paths
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 from cxrxai.live import JobState, LiveWorker, explain_job, warm_job
 from cxrxai.models.spec import ModelSpec, preprocess
 from cxrxai.models.stored import load_stored

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 from cxrxai.store import SCHEMA_VERSION, open_store, write_store
 from cxrxai.store._queries import Queries
 from cxrxai.store._schema import MIGRATIONS

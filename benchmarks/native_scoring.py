@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from benchmarks.reference_scoring import reference_scores
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 from cxrxai.data.masks import decode_rle
 from cxrxai.metrics.registry import segment_and_score
 

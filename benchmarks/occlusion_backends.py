@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from captum.attr import Occlusion
 
 from cxrxai import paths
-from cxrxai.bench import bench_image, machine
+from cxrxai.cli.bench import bench_image, machine
 from cxrxai.explain import _incremental
 from cxrxai.explain._common import baseline_tensor
 from cxrxai.explain.occlusion import occlusion_grid

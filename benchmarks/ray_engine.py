@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from cxrxai import paths
-from cxrxai.bench import machine
 from cxrxai.cli import main
+from cxrxai.cli.bench import machine
 from cxrxai.data.phantom import PhantomConfig, render, sample_cohort
 from cxrxai.data.phantom_files import write_radiograph
 from cxrxai.labels import DEMO_LABELS

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cxrxai.bench import machine
+from cxrxai.cli.bench import machine
 
 from . import live_latency as live
 

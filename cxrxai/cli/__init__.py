@@ -3,7 +3,8 @@
 Commands live in ``_demo`` (train, demo, phantom), ``_maps`` (explain, bench, score, report) and
 ``_data`` (precompute, import-predictions, info, export), ``_audit`` (audit-data), ``_dossier``
 (dossier) and ``_app`` (app);
-each registers itself here. Installed, the console script ``cxrxai`` is the same command line
+each registers itself here; ``bench`` holds the timings the ``bench`` command prints (and
+``benchmarks/`` reuses). Installed, the console script ``cxrxai`` is the same command line
 (:func:`entry_point`).
 
 Every command has ``--help``. Library errors (:class:`~cxrxai.errors.CxrxaiError`) end the

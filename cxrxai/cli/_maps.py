@@ -97,8 +97,8 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
     _add_bench,
 )
 def _bench(args) -> int:
-    from ..bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
     from ..pipeline.maps import SWEEP
+    from .bench import bench_decoding, bench_explainers, bench_occlusion, bench_predictions, machine
 
     model = _load_model(args.model)
     settings = (

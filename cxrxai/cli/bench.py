@@ -19,14 +19,14 @@ import numpy as np
 import torch
 from captum.attr import LayerGradCam, Occlusion
 
-from .data.phantom import PhantomConfig, render, sample_cohort
-from .explain import explain
-from .explain._common import baseline_tensor
-from .explain.cam import linear_head_cams
-from .explain.occlusion import grid_shape, occlusion_grid, pick_engine
-from .models.registry import LoadedModel
-from .models.spec import preprocess
-from .pipeline.maps import SWEEP
+from ..data.phantom import PhantomConfig, render, sample_cohort
+from ..explain import explain
+from ..explain._common import baseline_tensor
+from ..explain.cam import linear_head_cams
+from ..explain.occlusion import grid_shape, occlusion_grid, pick_engine
+from ..models.registry import LoadedModel
+from ..models.spec import preprocess
+from ..pipeline.maps import SWEEP
 
 __all__ = [
     "bench_decoding",
@@ -117,7 +117,7 @@ def bench_predictions(
     model: LoadedModel, *, size: int = 224, n: int = 128, batch_size: int | None = None
 ) -> dict:
     """Images per second of batched prediction (inference mode, channels_last) at ``size``."""
-    from .models.inference import predict_logits
+    from ..models.inference import predict_logits
 
     grey = np.repeat(_phantom(size, "Cardiomegaly")[None], n, axis=0)
     spec = model.spec
@@ -138,7 +138,7 @@ def bench_decoding(*, n: int = 96, source: int = 1024, size: int = 224, workers:
 
     import cv2
 
-    from .data.decode import decode_images
+    from ..data.decode import decode_images
 
     big = cv2.resize(_phantom(256, "Cardiomegaly"), (source, source), interpolation=cv2.INTER_CUBIC)
     noise = np.random.default_rng(0).integers(0, 12, (n, source, source), dtype=np.uint8)
