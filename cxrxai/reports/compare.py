@@ -5,7 +5,8 @@ corrected within (:mod:`cxrxai.metrics.comparison`).
   (sex, age bin, sex × age bin), per finding; Holm (or Benjamini–Hochberg) over the whole family.
 * ``model-comparison`` — a model against the one it replaces (``vs``), on the images both predicted:
   AUROC (DeLong, paired), TPR and FPR at each model's own threshold (McNemar, paired), per finding,
-  overall and per group; one family, corrected as above. ``worse`` answers "is the new model worse
+  overall and per group, and localization per explainer (paired t-test on the same positive cases);
+  one family, corrected as above. ``worse`` (with ``explained_by``) answers "is the new model worse
   for anyone?".
 * ``model-disagreements`` — the shared cases where the two models' probabilities differ most.
 """
