@@ -110,7 +110,7 @@ def test_slash_overview_opens_the_overview(store_path):
     root = [p for p in pages.values() if p["url_pathname"] == ""]
     assert len(root) == 1 and root[0]["script_path"].endswith("pages/overview.py")  # and / still opens it
     shown = [p["page_name"] for p in pages.values()]
-    assert shown.count("Overview") == 2 and len(shown) == 8  # the seven pages and the hidden /overview
+    assert shown.count("Overview") == 2 and len(shown) == 9  # the eight pages and the hidden /overview
     at.switch_page("pages/overview.py").run()
     assert not at.exception and at.title[0].value == "Overview"
 
@@ -119,6 +119,7 @@ def test_every_overview_download_carries_the_store_and_its_published_version(sto
     got: dict[str, str] = {}
 
     def download_button(label, data, *, file_name, **kwargs):
+        data = data() if callable(data) else data  # the dossier is built when clicked
         got[file_name] = data.decode() if isinstance(data, bytes) else data
 
     monkeypatch.setattr(streamlit, "download_button", download_button)
@@ -127,6 +128,8 @@ def test_every_overview_download_carries_the_store_and_its_published_version(sto
     with open_store(store_path) as s:
         built = s.meta("built_at")
     assert {n.split("-")[-1] for n in got} >= {"cohort.csv", "labels.csv", "auroc.csv"}, sorted(got)
+    dossier = got.pop(next(n for n in got if n.endswith(".html")))  # the audit dossier: its own summary
+    assert f"<dd>{store_path}</dd>" in dossier and f"published {built}" in dossier
     for name, text in got.items():
         head, table = read_export(text)
         assert head.get("store") == store_path.name and built in head.get("store version", ""), (name, head)

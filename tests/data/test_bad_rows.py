@@ -161,7 +161,7 @@ def test_import_predictions_bad_rows(corpus, tmp_path, capsys):
         assert len(s.predictions("elsewhere")) == n_preds and s.meta("built_at") == built
     # an unreadable predictions file: a typed error too
     assert _import(corpus, store, tmp_path / "absent.csv") == 2
-    assert "missing file" in capsys.readouterr().err
+    assert "absent.csv: no such file (--predictions must be an existing file" in capsys.readouterr().err
 
 
 def test_strict_stops_at_an_unreadable_image_with_its_message(tmp_path, tiny_model_path, capsys):
