@@ -24,8 +24,8 @@ from pages._state import kept
 
 __all__ = ["DASH", "MISSING_WHY", "SELECTED", "chart", "content_key", "decimals", "download_csv",
            "download_dossier", "download_png", "escape_markdown", "explainer_select", "metric_select",
-           "missing", "missing_caption", "pick_model", "recalled", "remember", "selected_points",
-           "session_owner", "table"]
+           "missing", "missing_caption", "open_selected_pairs", "pick_model", "recalled", "remember",
+           "selected_points", "session_owner", "table"]
 
 #: What a dash in a table means when the page does not say more.
 MISSING_WHY = (
@@ -279,3 +279,16 @@ def selected_points(event) -> list[dict]:
         return []
     selection = event["selection"] if isinstance(event, dict) else event.selection
     return list(selection["points"] if isinstance(selection, dict) else selection.points)
+
+
+def open_selected_pairs(event) -> None:
+    """A chart's selected points, whose customdata starts (image id, finding), become the explorer's
+    selection: exactly those pairs, with a link to open them."""
+    picked = selected_points(event)
+    if not picked:
+        return
+    pairs = sorted({(p["customdata"][0], p["customdata"][1]) for p in picked})
+    remember("pairs", pairs)
+    remember("case", None)
+    st.success(f"{len(pairs)} (image, finding) pairs selected.")
+    st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")

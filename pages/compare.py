@@ -40,13 +40,7 @@ finding = st.selectbox("Finding", findings, key=ui.kept("cmp_finding", findings[
 cases = ui.try_report(store, "model-disagreements", model_id, vs=vs, top=1_000_000)
 if cases is not None:
     event = ui.chart(viz.disagreement_scatter(cases, finding), key="cmp_scatter", select=True)
-    picked = ui.selected_points(event)
-    if picked:
-        pairs = sorted({(p["customdata"][0], p["customdata"][1]) for p in picked})
-        ui.remember("pairs", pairs)
-        ui.remember("case", None)
-        st.success(f"{len(pairs)} (image, finding) pairs selected.")
-        st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
+    ui.open_selected_pairs(event)
     top = cases[cases["label"] == finding].head(10)
     st.caption(f"The 10 shared {finding} cases whose probabilities differ most (select points above to open "
                "them in the explorer):")

@@ -29,13 +29,7 @@ if reg is not None and not reg.empty:
     )
     event = ui.chart(viz.regression_scatter(df, feature, outcome, line=stats.ols_line(df, outcome, feature)),
                      key="geo_scatter", select=True)
-    picked = ui.selected_points(event)
-    if picked:
-        pairs = sorted({(p["customdata"][0], p["customdata"][1]) for p in picked})
-        ui.remember("pairs", pairs)
-        ui.remember("case", None)
-        st.success(f"{len(pairs)} (image, finding) pairs selected.")
-        st.page_link("pages/explorer.py", label="Open them in the explorer", icon=":material/image_search:")
+    ui.open_selected_pairs(event)
 
 st.subheader("Localization ~ model confidence (OLS + Spearman, per finding and pooled)")
 metric = ui.metric_select(
