@@ -35,6 +35,7 @@ __all__ = [
     "panel_state",
     "predicted_models",
     "report",
+    "roc_curves",
     "session_memo",
     "shortcut_cases",
     "shortcut_panels",
@@ -180,6 +181,13 @@ def shortcut_cases(path: str, built_at: str) -> pd.DataFrame:
 def data_audit(path: str, built_at: str, dataset: str) -> audit.DatasetAudit:
     """What cxrxai did to ``dataset``'s data (:func:`cxrxai.audit.audit_store`; ``audit-data`` prints it)."""
     return audit.audit_store(_at(path, built_at), dataset=dataset).datasets[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def roc_curves(path: str, built_at: str, model_id: str, split: str) -> pd.DataFrame:
+    """The ROC curve per label (:func:`cxrxai.summaries.roc_table`), once per published version: the
+    Overview reruns on every click, and at MIMIC size a curve is a sort of 377,000 cases per finding."""
+    return summaries.roc_table(_at(path, built_at), model_id, split=split)
 
 
 @st.cache_data(show_spinner="Computing AUROC with bootstrap CIs…", max_entries=32)

@@ -101,7 +101,8 @@ else:
     with left:
         ui.chart(viz.auroc_bars(perf, title=f"AUROC per label, {split} split (95% CI)"), key="auroc_chart")
     with right:
-        ui.chart(viz.roc_curves(summaries.roc_table(store, model_id, split=split), perf), key="roc_chart")
+        roc = ui.roc_curves(str(store.path), ui.version(store), model_id, split)
+        ui.chart(viz.roc_curves(roc, perf), key="roc_chart")
     ui.table(perf)
     ui.download_csv(perf, f"{model_id}-{split}-auroc.csv", key="dl_perf", store=store)
 ui.download_dossier(store, model_id, key="dl_dossier")
