@@ -115,10 +115,8 @@ def _coverage(ctx: Context) -> list:
 
 def _unmatched(ctx: Context) -> list:
     """Model outputs scoring no dataset label and labels no output scores (the data audit's matches)."""
-    from ..audit import audit_store
-
     lines, unknown = [], []
-    for dataset in audit_store(ctx.store).datasets:
+    for dataset in ctx.audit().datasets:
         part = dataset.section("label_matches")
         if part.empty:
             unknown.append(f"{dataset.dataset}: {part.empty}")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..audit import audit_store
 from ..present import gallery, viz
 from ._views import Context, Figure, Gallery, Missing, Table, Text, View, section
 
-__all__ = ["PERFORMANCE", "RATES", "comparison_view", "disagreements_view", "gaps_view"]
+__all__ = ["HUMAN_BENCHMARK", "PERFORMANCE", "RANKING", "RATES", "SHORTCUT", "TRUST", "comparison_view",
+           "disagreements_view", "gaps_view"]
 
 _RATES = ("n_pos", "tpr", "tpr_lower", "tpr_upper", "n_neg", "fpr", "fpr_lower", "fpr_upper", "fnr", "small")
 _CHEXCLUSION = "Seyyed-Kalantari et al. 2021 (CheXclusion); Wilson 95% CIs"
@@ -74,7 +74,7 @@ def comparison_section(ctx: Context) -> list:
 @section("data", "Data", order=20)
 def data_section(ctx: Context) -> list:
     """The data audit: films read and skipped, rescaling, orientation, demographics, label matches."""
-    audit = audit_store(ctx.store)
+    audit = ctx.audit()
     if not audit.datasets:
         return [Missing("the data audit", audit.empty or "the store holds no dataset; load one with "
                         "`python -m cxrxai precompute --dataset …` (or `import-predictions`)")]
@@ -128,25 +128,31 @@ def fairness_section(ctx: Context) -> list:
     return blocks
 
 
+#: The views the summary's findings read too (the same frames: each is run once per document).
+RANKING = View("explainer-ranking", "Explainer ranking, paired bootstrap against the best",
+               reference="Saporta et al. 2022")
+HUMAN_BENCHMARK = View("human-benchmark", "Grad-CAM against the human benchmark (% decrease)",
+                       reference="Saporta et al. 2022, Fig. 2")
+SHORTCUT = View("shortcut", "The planted shortcut: explainers' mass on the marker",
+                columns=("method", "shortcut_n", "shortcut_share", "control_share", "difference", "lower",
+                         "upper", "verdict"))
+TRUST = View("trust", "Trust tests: PASS / FAIL with the means and p behind each",
+             reference="Arun et al. 2021, Table 2")
 _EXPLANATIONS = (
     View("explainers", "Localization per explainer and finding (true positives)",
          reference="Bel Bordes 2023, Table 1",
          columns=("explainer", "label", "n", "iou", "iou_sd", "hit", "hit_sd", "pla", "pla_sd", "roc_auc",
                   "roc_auc_sd")),
-    View("explainer-ranking", "Explainer ranking, paired bootstrap against the best",
-         reference="Saporta et al. 2022"),
+    RANKING,
     View("localization", "Grad-CAM mIoU per finding", reference="Saporta et al. 2022, Fig. 2"),
-    View("human-benchmark", "Grad-CAM against the human benchmark (% decrease)",
-         reference="Saporta et al. 2022, Fig. 2"),
+    HUMAN_BENCHMARK,
     View("occlusion-sweep", "Occlusion patch / stride sweep", reference="Bel Bordes 2023, Fig. 3",
          columns=("patch", "stride", "maps", "seconds_mean", "cases_scored", "iou", "iou_lower", "iou_upper",
                   "roc_auc", "roc_auc_lower", "roc_auc_upper")),
     View("geometry", "Localization ~ lesion geometry (OLS, Bonferroni)",
          reference="Saporta et al. 2022, Table 1"),
     View("confidence", "Localization ~ model confidence", reference="Saporta et al. 2022, Table 2"),
-    View("shortcut", "The planted shortcut: explainers' mass on the marker",
-         columns=("method", "shortcut_n", "shortcut_share", "control_share", "difference", "lower", "upper",
-                  "verdict")),
+    SHORTCUT,
 )
 
 
@@ -190,8 +196,7 @@ def _gallery(ctx: Context) -> Gallery | Missing:
 
 
 _TRUST = (
-    View("trust", "Trust tests: PASS / FAIL with the means and p behind each",
-         reference="Arun et al. 2021, Table 2"),
+    TRUST,
     View("fidelity", "Faithfulness, deletion / insertion, AUDCdiff", reference="Bel Bordes 2023, §2.4"),
 )
 

@@ -5,8 +5,8 @@ the planted shortcut. With nothing flagged, a sentence says what was tested, and
 
 from __future__ import annotations
 
-from ._views import Context, Missing, View
-from ._content import comparison_view, gaps_view
+from ._content import HUMAN_BENCHMARK, RANKING, SHORTCUT, TRUST, comparison_view, gaps_view
+from ._views import Context, Missing
 
 __all__ = ["findings"]
 
@@ -95,8 +95,7 @@ def gap_finding(ctx: Context) -> str | None:
 
 
 def explainer_finding(ctx: Context) -> str | None:
-    ranking = ctx.run(View("explainer-ranking", "Explainer ranking, paired bootstrap against the best",
-                           reference="Saporta et al. 2022"))
+    ranking = ctx.run(RANKING)
     if isinstance(ranking, Missing):
         return None
     metric = ranking.columns[4]
@@ -109,8 +108,7 @@ def explainer_finding(ctx: Context) -> str | None:
     text = (f"The explainer that localizes best: {best}, first by mean {metric} on {len(led)} of "
             f"{top.label.nunique()} findings, ahead of every other explainer (paired bootstrap 95% CI of the "
             f"difference above 0) on {len(clear)} of them; its mean {metric} over all findings {mean:.3f}.")
-    bench = ctx.run(View("human-benchmark", "Grad-CAM against the human benchmark (% decrease)",
-                         reference="Saporta et al. 2022, Fig. 2"))
+    bench = ctx.run(HUMAN_BENCHMARK)
     if not isinstance(bench, Missing):
         avg = bench[bench["name"] == "Average"]
         if len(avg):
@@ -123,7 +121,7 @@ def explainer_finding(ctx: Context) -> str | None:
 
 
 def trust_finding(ctx: Context) -> str | None:
-    trust = ctx.run(View("trust", "Trust tests: PASS / FAIL"))
+    trust = ctx.run(TRUST)
     if isinstance(trust, Missing):
         return None
     verdicts = [
@@ -138,7 +136,7 @@ def trust_finding(ctx: Context) -> str | None:
 
 
 def shortcut_finding(ctx: Context) -> str | None:
-    sc = ctx.run(View("shortcut", "The planted shortcut: explainers' mass on the marker"))
+    sc = ctx.run(SHORTCUT)
     if isinstance(sc, Missing) or "verdict" not in sc.columns:
         return None
     found = sc[sc.verdict.astype(str) == "shows the shortcut"]

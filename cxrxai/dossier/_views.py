@@ -103,10 +103,19 @@ class Context:
         self._results: dict[tuple, pd.DataFrame | Missing] = {}
         self.ran: list[View] = []  # every view run, in order: the provenance appendix lists them
         self.missing: list[Missing] = []  # every analysis that could not be shown, for Limitations
+        self._audit = None
 
     def options(self, view: View) -> dict:
         """The view's options with the report's defaults filled in (what the provenance prints)."""
         return {**report_options(view.report), **view.options}
+
+    def audit(self):
+        """The store's data audit (:func:`cxrxai.audit.audit_store`), read once per document."""
+        if self._audit is None:
+            from ..audit import audit_store
+
+            self._audit = audit_store(self.store)
+        return self._audit
 
     @staticmethod
     def _key(view: View) -> tuple:
