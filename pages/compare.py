@@ -37,7 +37,7 @@ ui.download_csv(cmp, f"{model_id}-vs-{vs}.csv", key="dl_cmp", store=store)
 st.subheader("Where the two models disagree")
 findings = sorted(cmp["label"].unique())
 finding = st.selectbox("Finding", findings, key=ui.kept("cmp_finding", findings[0], allowed=findings))
-cases = ui.try_report(store, "model-disagreements", model_id, vs=vs, top=1_000_000)
+cases = ui.try_report(store, "model-disagreements", model_id, vs=vs, top=None)  # every shared case
 if cases is not None:
     event = ui.chart(viz.disagreement_scatter(cases, finding), key="cmp_scatter", select=True)
     ui.open_selected_pairs(event)

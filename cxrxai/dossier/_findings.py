@@ -5,13 +5,11 @@ the planted shortcut. With nothing flagged, a sentence says what was tested, and
 
 from __future__ import annotations
 
+from ..reports.compare import metric_label
 from ._content import HUMAN_BENCHMARK, RANKING, SHORTCUT, TRUST, comparison_view, gaps_view
 from ._views import Context, Missing
 
 __all__ = ["findings"]
-
-_METRIC = {"auroc": "AUROC", "tpr": "TPR", "fpr": "FPR"}
-
 
 def _p(p: float) -> str:
     return "p < 0.0001" if p < 1e-4 else f"p = {p:.4f}"
@@ -50,7 +48,7 @@ def comparison_finding(ctx: Context) -> str | None:
         rows = lead[(lead.grouping == grouping) & (lead.group == group)]
         r = rows.iloc[0]
         more = f"; and {len(rows) - 1} more comparison(s) there" if len(rows) > 1 else ""
-        what = _METRIC.get(r.metric, r.metric)
+        what = metric_label(r.metric)
         parts.append(f"{_where(r)}: {r.label} {what} {r.new:.3f} vs {r.old:.3f}, "
                      f"Δ {r['diff']:+.3f}, {_ci(r)}, {r.test}, n = {int(r.n):,}, "
                      f"adjusted {_p(r.p_adjusted)}{more}")

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..reports.compare import metric_label
 from ._style import LAYOUT as _LAYOUT
 from ._style import PALETTE
 
 __all__ = ["comparison_forest", "disagreement_scatter", "roc_curves"]
 
 _VERDICT = {"worse": "#c0392b", "better": "#2e8b57", "no difference shown": "#7f8c8d"}
-_METRIC = {"auroc": "AUROC", "tpr": "TPR", "fpr": "FPR"}
 
 
 def _verdict(df: pd.DataFrame) -> pd.Series:
@@ -31,7 +31,7 @@ def comparison_forest(cmp: pd.DataFrame, *, top: int = 25) -> go.Figure:
     rows = rows.sort_values(["worse", "better", "p"], ascending=[False, False, True]).head(top)
     rows = rows.iloc[::-1]  # the first row on top
     where = np.where(rows["grouping"] == "all", "all", rows["grouping"] + " " + rows["group"].astype(str))
-    names = rows["label"] + " · " + rows["metric"].map(lambda m: _METRIC.get(m, m)) + " · " + where
+    names = rows["label"] + " · " + rows["metric"].map(metric_label) + " · " + where
     fig = go.Figure()
     for verdict, colour in _VERDICT.items():
         part = rows["verdict"] == verdict

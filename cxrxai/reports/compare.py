@@ -25,7 +25,8 @@ from ._cases import localization_cases
 from ._registry import report
 from .subgroups import no_group_reason, require_decisions
 
-__all__ = ["GROUPINGS", "groupings", "model_comparison", "model_disagreements", "subgroup_gaps"]
+__all__ = ["GROUPINGS", "groupings", "metric_label", "model_comparison", "model_disagreements",
+           "subgroup_gaps"]
 
 #: The groupings of a fairness family, as an option spells them ("*" joins an intersection).
 GROUPINGS = "sex,age_bin,sex*age_bin"
@@ -307,25 +308,21 @@ def _explain(out: pd.DataFrame, cases: dict, masks: dict, alpha: float) -> pd.Da
 
 @report("model-disagreements", "the shared cases where two models' probabilities differ most",
         pairs=True)
-def model_disagreements(
-    store: Store, model_id: str, *, vs: str = "", top: int = 5, split: str | None = None
-) -> pd.DataFrame:
-    """Per finding, the ``top`` shared images with the largest |prob(new) − prob(old)|, with truth and
-    each model's decision (ties broken by image id: the same store gives the same rows)."""
+def model_disagreements(store: Store, model_id: str, *, vs: str = "", top: int | None = 5,
+                        split: str | None = None) -> pd.DataFrame:
+    """Per finding, the ``top`` shared images (None: every one) with the largest |prob(new) −
+    prob(old)|, with truth and each model's decision (ties broken by image id: the same store gives
+    the same rows)."""
     both = _shared(store, model_id, vs, split).assign(prob_diff=lambda d: d["prob"] - d["prob_old"])
     both = both.assign(abs_diff=both["prob_diff"].abs()).sort_values(
-        ["label", "abs_diff", "image_id"], ascending=[True, False, True]
-    )
-    cols = [
-        "label",
-        "image_id",
-        "sex",
-        "age_bin",
-        "ground_truth",
-        "prob",
-        "prob_old",
-        "prob_diff",
-        "predicted",
-        "predicted_old",
-    ]
-    return both.groupby("label", sort=True).head(int(top))[cols].reset_index(drop=True)
+        ["label", "abs_diff", "image_id"], ascending=[True, False, True])
+    cols = ["label", "image_id", "sex", "age_bin", "ground_truth", "prob", "prob_old", "prob_diff",
+            "predicted", "predicted_old"]
+    chosen = both if top is None else both.groupby("label", sort=True).head(int(top))
+    return chosen[cols].reset_index(drop=True)
+
+
+def metric_label(metric: str) -> str:
+    """How a ``model-comparison`` row's metric is printed: AUROC, TPR, FPR, or the localization
+    metric and explainer as they are (``iou · gradcam``)."""
+    return {"auroc": "AUROC", "tpr": "TPR", "fpr": "FPR"}.get(metric, metric)
