@@ -243,3 +243,24 @@ def test_the_occlusion_sweep_uses_one_case_set_for_every_setting(tmp_path):
     assert len(cases) == 5 and len(set(cases)) == 1 and len(cases.iloc[0]) == 3
     assert set(zip(sweep.patch, sweep.stride)) == {(32, 32), (32, 16), (16, 16), (16, 8), (8, 8)}
     assert (sweep.maps == 3).all() and (sweep.cases_scored == 3).all()
+
+
+def test_the_dossier_of_each_layout_prints_its_reports_or_says_why(built):
+    """The audit dossier on a dataset in its published layout (films of their own sizes, the dataset's
+    labels, a checkpoint saved elsewhere): every report the layout can answer is printed with its
+    numbers, every other analysis is a paragraph that says why and names a command, and the gallery
+    draws the layout's own films where its truth has masks or boxes."""
+    import re
+
+    from cxrxai.dossier import build_dossier
+
+    name, layout, store = built
+    with open_store(store) as s:
+        html = build_dossier(s, "ckpt")
+    printed = set(re.findall(r'data-report="([^"]+)"', html))
+    gaps = re.findall(r"<strong>Subgroup gaps[^<]*</strong> — not shown: ([^<]*)", html)
+    assert "performance" in printed and ("subgroup-gaps" in printed or gaps), (printed, gaps)
+    for why in re.findall(r'<p class="missing">(.*?)</p>', html, re.S):
+        assert "python -m cxrxai" in why or "needs a model" in why or "not stored" in why, why
+    if layout.truth and name not in LABELS_ONLY:
+        assert "localization" in printed and ('<img src="data:image/png;base64,' in html or "gallery" in html)
