@@ -13,9 +13,11 @@ The same store gives a byte-identical file but for its one "Generated" line.
 from __future__ import annotations
 
 import html
+import sys
 import time
 from pathlib import Path
 
+from ..discovery import discover
 from ..errors import StoreError
 from ..store import Store
 from . import _appendix, _content  # noqa: F401 — their sections register themselves
@@ -129,3 +131,7 @@ def write_dossier(store: Store, model_id: str, out: str | Path, **options) -> Pa
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)
     return out
+
+
+# A contributor's section in a module of its own (cxrxai/dossier/mysection.py) registers when found.
+discover(sys.modules[__name__], "@section(")
