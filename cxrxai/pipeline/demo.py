@@ -16,7 +16,7 @@ from ..data.demo import DemoData, given_or_loaded, label_matrix
 from ..data.phantom import PhantomConfig
 from ..data.second_reader import synthetic_reader
 from ..errors import UnknownNameError
-from ..labels import DEMO_LABELS
+from ..labels import DEMO_LABELS, match_labels
 from ..models.registry import load
 from ..models.shortcut_model import SHORTCUT_MODEL, shortcut_config
 from ..paths import absolute
@@ -282,6 +282,13 @@ def _run_rounds(ctx: BuildContext, rounds: list[Round], others: list, eval_ids: 
                 rep[f"model {name}"] = {**out, "seconds": round(time.monotonic() - s0, 1)}
 
 
+def _put_model(writer, spec, path) -> None:
+    """Register a demo model with its weights and, as a precompute does, which of its outputs scores
+    which phantom label (``label_matches``: the data audit and the dossier read them)."""
+    writer.put_model(spec, weights_path=str(absolute(path)))
+    writer.put_label_matches(DEMO_DATASET, spec.name, match_labels(spec.labels, DEMO_LABELS).rows())
+
+
 def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str | Path,
                config: PhantomConfig | None = None, progress: ProgressFn = _quiet,
                stages: list[Stage] | None = None, fresh: bool = False, extra_models: list[Path] = (),
@@ -317,11 +324,11 @@ def build_demo(store_path: str | Path, *, model_path: str | Path, data_dir: str 
     with write_store(store_path, fresh=fresh) as writer:
         if len(writer.images(dataset=DEMO_DATASET)) != len(data.specs):
             _put_demo_dataset(writer, data, config, data_dir)
-        writer.put_model(model.spec, weights_path=str(absolute(model_path)))
+        _put_model(writer, model.spec, model_path)
         # registered with their predictions
         others = [load(p) for p in extra_models] if phase != "quick" else []
         for path, other in zip(extra_models, others):
-            writer.put_model(other.spec, weights_path=str(absolute(path)))
+            _put_model(writer, other.spec, path)
         if others:  # the quick phase registers none: it leaves the evidence build's record alone
             writer.set_meta(CAM_ONLY_META, json.dumps({o.spec.name: model.spec.name for o in others
                                                        if o.spec.arch == model.spec.arch}))
