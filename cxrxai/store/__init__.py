@@ -9,12 +9,13 @@ Usage::
 """
 
 from ._queries import StoredMap
+from ._reader import Store, open_store
 from ._roots import reroot_dataset, reroot_model
 from ._schema import CAM_ONLY_META, LOCALIZATION_KEY, SCHEMA_VERSION
 from ._settings import SWEEP_PLAN_META, main_rows, main_settings
 from ._snapshot import export_table, import_table, migrate_snapshot, shipped_tables
 from ._stage_tables import DECLARED_TABLES, StageTable, declare_table, undeclare_table
-from ._store import Store, StoreWriter, open_store, params_key, write_store
+from ._writer import StoreWriter, params_key, write_store
 
 __all__ = [
     "CAM_ONLY_META",

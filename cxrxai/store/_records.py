@@ -1,7 +1,7 @@
 """What a build records about its own doings: problem rows (what was dropped, changed or left
 out, and why) and label matches (which model output scores which dataset label, and how).
 
-Kept apart from :mod:`._store`'s table writers: these rows are the "never silently wrong"
+Kept apart from :mod:`._writer`'s table writers: these rows are the "never silently wrong"
 ledger the Overview and ``info`` read, and they are replaced or deduplicated by their own rules.
 """
 
