@@ -6,7 +6,8 @@ ensembles — each loaded offline into a :class:`LoadedModel` with a complete sp
   another group's layout (:mod:`cxrxai.models.checkpoints`: DataParallel, Lightning, CheXNet,
   old DenseNet names, a Linear + Sigmoid head, one input channel), or a whole pickled model when
   ``trust_pickle=True`` (unpickling runs code from the file: only for files you trust). Label
-  order comes from ``labels=`` or a sidecar ``<file>.labels.json`` / ``.json`` spec. ImageNet
+  order comes from ``labels=``, a sidecar ``<file>.labels.json`` / ``.json`` spec, or the
+  checkpoint's own list (Lightning's ``hyper_parameters``), recorded as ``card["labels_source"]``. ImageNet
   normalisation unless told otherwise (0.5 / 0.5 for one-channel models). A model that ends in
   a sigmoid outputs the logit before it: the sigmoid is removed, or, where it cannot be (applied
   in ``forward``), the model is wrapped to return logit(p).
@@ -28,6 +29,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ModelError, UnknownNameError
+from .checkpoint_advice import LABEL_KEYS, hyper_parameter_keys, labels_in_checkpoint, unreadable_message
 from .checkpoints import (
     CHEXNET_HEAD,
     HEAD,
@@ -69,14 +71,23 @@ def read_label_list(path: str | Path) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _labels_for(path: Path, labels) -> tuple[str, ...]:
+def _labels_for(path: Path, labels, obj) -> tuple[tuple[str, ...], str]:
+    """The label order and where it came from: ``labels=``, a sidecar file, or the checkpoint itself
+    (:func:`~cxrxai.models.checkpoint_advice.labels_in_checkpoint`)."""
     if labels:
-        return tuple(labels)
+        return tuple(labels), "labels= (given)"
     for sidecar in (path.with_suffix(".labels.json"), path.with_suffix(".json")):
         if sidecar.is_file():
-            return read_label_list(sidecar)
+            return read_label_list(sidecar), str(sidecar)
+    found = labels_in_checkpoint(obj, path)
+    if found:
+        return found
+    keys = hyper_parameter_keys(obj)
+    held = (f"; its hyper_parameters hold {keys[:12]}, no list of label names under any of {list(LABEL_KEYS)}"
+            if keys else "")
     raise ModelError(
-        f"no label order for {path}: pass labels=[...] or write {path.with_suffix('.labels.json')}"
+        f"no label order for {path}{held}: pass labels=[...] (on the command line "
+        f"ARCH:CHECKPOINT:LABELS.json) or write {path.with_suffix('.labels.json')}"
     )
 
 
@@ -118,13 +129,12 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
         raise ModelError(f"no checkpoint at {path}")
     if arch not in ARCHITECTURES:
         raise UnknownNameError("architecture", arch, ARCHITECTURES)
-    labels = _labels_for(path, labels)
     size = input_size or (299 if arch == "inception_v3" else 224)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=not trust_pickle)
     except _READ_ERRORS as err:
-        hint = " (a whole pickled model needs trust_pickle=True)" if not trust_pickle else ""
-        raise ModelError(f"cannot read {path}{hint}: {err}") from None
+        raise ModelError(unreadable_message(path, err, arch=arch, trust_pickle=trust_pickle)) from None
+    labels, labels_source = _labels_for(path, labels, obj)
     whole = _pickled_module(obj)
     if whole is not None:
         module, explained, card = _from_whole_module(path, whole, len(labels), size)
@@ -135,7 +145,8 @@ def load_checkpoint(path: str | Path, *, arch: str, labels=None, input_size: int
                      mean=mean, std=std, explained_output=explained,
                      cam_layer=_cam_layer(module, ARCHITECTURES[arch][1]),
                      card={"weights_path": str(path), "weights_sha256": sha256(path),
-                           "source": "user checkpoint", **card, "trust_pickle": trust_pickle})
+                           "source": "user checkpoint", "labels_source": labels_source, **card,
+                           "trust_pickle": trust_pickle})
     dev = torch.device(device) if device else best_device()
     return LoadedModel(module.to(dev, memory_format=torch.channels_last), spec, dev)
 
