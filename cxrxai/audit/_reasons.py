@@ -26,6 +26,7 @@ KNOWN_REASONS: tuple[tuple[str, str], ...] = (
     ("unknown label", r"^unknown (box )?label|^box of .*which is none of the dataset's labels"),
     ("box label spelled otherwise", r"box\(es\) labelled .*, the dataset's label .* spelled otherwise"),
     ("split spelled otherwise", r"row\(s\) with split .*, the .* split spelled otherwise"),
+    ("column name with spaces around it", r"^column name\(s\) .* have spaces around them"),
     ("label value not 0, 1 or blank", r"allowed 0, 1 or blank"),
     ("absurd age", r"^absurd age"),
     ("sex not M or F", r"^sex .* is not one of M, F"),

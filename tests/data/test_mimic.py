@@ -163,3 +163,13 @@ def test_missing_files_and_columns_name_the_file(tmp_path):
     pd.DataFrame({"dicom_id": ["x"], "subject_id": [1]}).to_csv(root / META, index=False)
     with pytest.raises(DataError, match="study_id"):
         _load(root, split="patient")
+
+
+def test_metadata_headers_with_spaces_around_them_are_read(tmp_path):
+    root = _write(tmp_path)
+    meta = pd.read_csv(root / META)
+    padded = meta.rename(columns={"ViewPosition": "ViewPosition ", "dicom_id": " dicom_id"})
+    padded.to_csv(root / META, index=False)
+    t = _load(root)
+    assert t.images.set_index("image_id").at["d2", "view"] == "LATERAL"
+    assert any("have spaces around them" in p for p in t.problems.problem)

@@ -139,13 +139,19 @@ def read_csv(path: str | Path, *, problems: Problems | None = None, **kwargs) ->
 
     The delimiter used is in ``frame.attrs["delimiter"]``; one other than a comma is also said in
     ``problems`` (a row "read with ';' as the delimiter"), so a European spreadsheet's export is
-    read, and said to be read, instead of failing on a missing column.
+    read, and said to be read, instead of failing on a missing column. Column names are read
+    without spaces around them (``Consolidation `` is ``Consolidation``, for ``dtype`` and
+    ``usecols`` too), said in ``problems`` when any had them.
     """
     p = Path(path)
     if not p.is_file():
         raise DataError(f"missing file {p}")
     sep = kwargs.pop("sep", None) or kwargs.pop("delimiter", None) or sniff_delimiter(p)
     try:
+        header = list(pd.read_csv(p, sep=sep, nrows=0).columns)
+        padded = [c for c in header if isinstance(c, str) and c != c.strip()]
+        if padded:
+            kwargs.update(header=0, names=[c.strip() if isinstance(c, str) else c for c in header])
         frame = pd.read_csv(p, sep=sep, **kwargs)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
         raise DataError(f"cannot parse {p}: {err}") from None
@@ -153,6 +159,9 @@ def read_csv(path: str | Path, *, problems: Problems | None = None, **kwargs) ->
     if sep != "," and problems is not None:
         problems.note(p, f"columns separated by {sep!r}, not commas",
                       action=f"read with {sep!r} as the delimiter")
+    if padded and problems is not None:
+        problems.note(p, f"column name(s) {padded} have spaces around them",
+                      action=f"read as {[c.strip() for c in padded]}")
     return frame
 
 

@@ -98,7 +98,7 @@ def load_mimic(root: str | Path, *, labeler: str = "chexpert", uncertain: str = 
             raise UnknownNameError(kind, value, allowed)
     problems = Problems(strict)
     meta_path = _need(root, _PREFIX + "metadata.csv")
-    meta = read_csv(meta_path, dtype={"dicom_id": str})
+    meta = read_csv(meta_path, dtype={"dicom_id": str}, problems=problems)
     require(meta, ["dicom_id", "subject_id", "study_id", "ViewPosition"], meta_path)
     if age == "study":
         require(meta, ["StudyDate"], meta_path)
@@ -144,7 +144,7 @@ def _film_keys(meta: pd.DataFrame, path: Path, ids: pd.Series, problems: Problem
 
 def _labels(path: Path, study: pd.Series, ids: pd.Series, uncertain: str, problems: Problems):
     """The study-level labels of each film: (names, (N, K) matrix of 1 / 0 / NaN)."""
-    lab = read_csv(path)
+    lab = read_csv(path, problems=problems)
     require(lab, ["subject_id", "study_id"], path)
     names = [c for c in CHEXPERT_LABELS if c in lab.columns]
     if not names:
@@ -162,7 +162,7 @@ def _labels(path: Path, study: pd.Series, ids: pd.Series, uncertain: str, proble
 
 def _official_split(path: Path, ids: pd.Series, problems: Problems) -> pd.Series:
     """MIMIC-CXR's own split of each film (validate → val); a film without one has no split."""
-    sp = read_csv(path, dtype={"dicom_id": str})
+    sp = read_csv(path, dtype={"dicom_id": str}, problems=problems)
     require(sp, ["dicom_id", "split"], path)
     named = sp["split"].astype("string").str.strip().str.lower().map(_SPLIT_NAMES)
     for i in np.flatnonzero(named.isna().to_numpy(dtype=bool)):
@@ -183,7 +183,7 @@ def _patients_file(folder: Path) -> Path | None:
 
 def _patients(path: Path, rule: str, problems: Problems) -> pd.DataFrame:
     """MIMIC-IV's patients, one row per subject_id, with clean ``sex`` and ``age`` (anchor_age)."""
-    pat = read_csv(path)
+    pat = read_csv(path, problems=problems)
     require(pat, ["subject_id", "gender", "anchor_age", *(["anchor_year"] if rule == "study" else [])], path)
     pat["subject_id"] = pd.to_numeric(pat["subject_id"], errors="coerce")
     pat["sex"] = clean_sex(pat["gender"], path, problems)

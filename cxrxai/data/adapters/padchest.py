@@ -102,10 +102,10 @@ def load_padchest(root: str | Path, *, csv: str | Path | None = None, layout: st
         raise UnknownNameError("PadChest layout", layout, LAYOUTS)
     found = (root / n for n in (PADCHEST_CSV + ".gz", PADCHEST_CSV) if (root / n).is_file())
     path = Path(csv) if csv else next(found, root / PADCHEST_CSV)
-    df = read_csv(path, dtype={"ImageID": str, "PatientID": str, "Labels": str}, low_memory=False,
-                  usecols=lambda c: c in _COLUMNS)  # not the reports' text
-    require(df, _COLUMNS, path)
     problems = Problems(strict)
+    df = read_csv(path, dtype={"ImageID": str, "PatientID": str, "Labels": str}, low_memory=False,
+                  usecols=lambda c: c in _COLUMNS, problems=problems)  # not the reports' text
+    require(df, _COLUMNS, path)
     df = df[keep_views(df["Projection"], views, path, problems)]
     ids = df["ImageID"].astype(str)
     images = pd.DataFrame({
