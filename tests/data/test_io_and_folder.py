@@ -13,7 +13,7 @@ import pytest
 from cxrxai.audit._reasons import reason
 from cxrxai.data.adapters import load_dataset
 from cxrxai.data.io import read_dicom, read_image
-from cxrxai.errors import DataError
+from cxrxai.errors import DataError, UnknownNameError
 
 FIX = Path(__file__).parents[1] / "fixtures" / "chexlocalize"
 
@@ -197,3 +197,24 @@ def test_folder_split_names_spelled_otherwise_are_the_pipelines_splits(tmp_path)
     assert notes == ["1 row(s) with split 'Test', the 'test' split spelled otherwise; read as 'test'",
                      "1 row(s) with split 'validation', the 'val' split spelled otherwise; read as 'val'"]
     assert {reason(n) for n in notes} == {"split spelled otherwise"}
+
+
+def test_folder_uncertain_labels_follow_the_uncertain_option_as_chexpert(tmp_path):
+    (tmp_path / "imgs").mkdir()
+    pd.DataFrame({"path": ["imgs/0.png", "imgs/1.png"], "Edema": [-1, 1], "Effusion": [1, -1.0]}) \
+        .to_csv(tmp_path / "cases.csv", index=False)
+
+    def values(**options):
+        t = load_dataset("folder", tmp_path, csv=tmp_path / "cases.csv", labels=["Edema", "Effusion"],
+                         **options)
+        assert t.images.image_id.tolist() == ["imgs/0.png", "imgs/1.png"]  # no film lost to a −1
+        return t, t.labels.set_index(["image_id", "label"])["value"]
+
+    t, default = values()
+    assert default[("imgs/0.png", "Edema")] == 0 and default[("imgs/0.png", "Effusion")] == 1  # zeros
+    assert ("2 label value(s) -1 (uncertain) in cases.csv; read as 0 (uncertain='zeros'; 'ignore' leaves "
+            "them missing, 'ones' reads them as 1)") in set(t.problems.problem)
+    assert pd.isna(values(uncertain="ignore")[1][("imgs/1.png", "Effusion")])
+    assert values(uncertain="ones")[1][("imgs/0.png", "Edema")] == 1
+    with pytest.raises(UnknownNameError, match="uncertain-label policy"):
+        values(uncertain="maybe")

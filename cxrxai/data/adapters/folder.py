@@ -2,7 +2,10 @@
 
 The CSV needs ``path`` (relative to ``root``); optional ``image_id`` (default: the path),
 ``patient_id``, ``sex``, ``age``, ``view``, ``split``. Labels are either one 0/1 column per label
-(name them with ``labels=``) or a ``labels`` column of "|"-separated names. Boxes may come from
+(name them with ``labels=``) or a ``labels`` column of "|"-separated names. In label columns a blank
+is unknown (missing) and −1 is uncertain, as CheXpert's labeler writes it, read by ``uncertain=``
+as CheXpert's and MIMIC's are: ``zeros`` (the default: negative), ``ones`` (positive) or ``ignore``
+(missing); the film keeps its other labels and a note row counts the −1 values. Boxes may come from
 a second CSV with ``image_id`` (or ``path``), ``label``, ``x``, ``y``, ``w``, ``h`` in pixels.
 """
 
@@ -13,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import DataError, shown
+from ...errors import DataError, UnknownNameError, shown
 from ...labels import match_labels
 from ._base import (
+    UNCERTAIN_POLICIES,
     DatasetTables,
     Problems,
     clean_age,
@@ -45,11 +49,14 @@ def load_folder(
     *,
     labels: list[str] | str | None = None,
     boxes_csv: str | Path | None = None,
+    uncertain: str = "zeros",
     name: str = "folder",
     seed: int = 0,
     strict: bool = False,
 ) -> DatasetTables:
     root = Path(root)
+    if uncertain not in UNCERTAIN_POLICIES:
+        raise UnknownNameError("uncertain-label policy", uncertain, UNCERTAIN_POLICIES)
     problems = Problems(strict)
     df = read_csv(csv, problems=problems)
     require(df, ["path"], csv)
@@ -58,24 +65,7 @@ def load_folder(
         problems.add(
             csv, int(i) + 2, ids.iloc[i], f"path {df['path'].iloc[i]!r} escapes the dataset root {root}"
         )
-    if labels is None:
-        if "labels" not in df:
-            raise DataError(
-                f"{Path(csv).name}: give labels= (0/1 columns) or a 'labels' column of '|'-separated names"
-            )
-        names = sorted({lab for s in df["labels"].dropna().astype(str) for lab in s.split("|") if lab})
-        matrix = np.array(
-            [[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")]
-        )
-    else:
-        names = name_list(labels)
-        require(df, names, csv)
-        values = df[names].apply(pd.to_numeric, errors="coerce")
-        bad = ~values.isin([0, 1]) & values.notna()
-        for i, j in zip(*np.nonzero(bad.to_numpy())):
-            problems.add(csv, int(i) + 2, ids.iloc[i],
-                         f"label {names[j]} = {shown(df[names[j]].iloc[i])}; allowed 0, 1 or blank")
-        matrix = values.where(~bad).to_numpy(float)
+    names, matrix = _label_matrix(df, labels, csv, ids, uncertain, problems)
     patients = df["patient_id"].astype(str) if "patient_id" in df else ids
     images = pd.DataFrame({
         "image_id": ids, "path": df["path"].astype(str), "patient_id": patients,
@@ -93,6 +83,46 @@ def load_folder(
                          images=with_age_bins(images[keep].reset_index(drop=True)),
                          labels=long_labels(images.image_id[keep], matrix[keep.to_numpy()], names),
                          annotations=annotations, problems=problems.frame())
+
+
+def _label_matrix(df: pd.DataFrame, labels, csv, ids: pd.Series, uncertain: str, problems: Problems):
+    """(names, (N, K) matrix of 1 / 0 / NaN): the 0/1 columns ``labels`` (−1 read by ``uncertain``,
+    see :func:`_uncertain`; another value is a problem row, the film skipped) or, without
+    ``labels``, the ``labels`` column of "|"-separated names."""
+    if labels is None:
+        if "labels" not in df:
+            raise DataError(
+                f"{Path(csv).name}: give labels= (0/1 columns) or a 'labels' column of '|'-separated names"
+            )
+        names = sorted({lab for s in df["labels"].dropna().astype(str) for lab in s.split("|") if lab})
+        matrix = np.array(
+            [[float(lab in str(s).split("|")) for lab in names] for s in df["labels"].fillna("")]
+        )
+        return names, matrix
+    names = name_list(labels)
+    require(df, names, csv)
+    values = _uncertain(df[names].apply(pd.to_numeric, errors="coerce"), uncertain, csv, problems)
+    bad = ~values.isin([0, 1]) & values.notna()
+    for i, j in zip(*np.nonzero(bad.to_numpy())):
+        problems.add(csv, int(i) + 2, ids.iloc[i],
+                     f"label {names[j]} = {shown(df[names[j]].iloc[i])}; allowed 0, 1 or blank")
+    return names, values.where(~bad).to_numpy(float)
+
+
+#: What each ``uncertain`` policy does to a −1, in the words of the note row.
+_UNCERTAIN_READ = {"ignore": ("missing", np.nan), "zeros": ("0", 0.0), "ones": ("1", 1.0)}
+
+
+def _uncertain(values: pd.DataFrame, policy: str, csv, problems: Problems) -> pd.DataFrame:
+    """``values`` with each −1 (uncertain) read as ``policy`` says (blanks stay missing), counted in
+    one note row that names the other policies."""
+    n = int((values == -1).to_numpy().sum())
+    if n:
+        others = ", ".join(f"{p!r} " + ("leaves them missing" if p == "ignore" else f"reads them as {w}")
+                           for p, (w, _) in _UNCERTAIN_READ.items() if p != policy)
+        problems.note(csv, f"{n} label value(s) -1 (uncertain) in {Path(csv).name}",
+                      action=f"read as {_UNCERTAIN_READ[policy][0]} (uncertain={policy!r}; {others})")
+    return values.replace(-1.0, _UNCERTAIN_READ[policy][1])
 
 
 def _boxes(boxes_csv, ids: pd.Series, names: list[str], problems: Problems) -> pd.DataFrame:
