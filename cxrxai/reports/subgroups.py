@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..errors import StoreError
 from ..labels import NO_FINDING
-from ..metrics import fairness
+from ..metrics import fairness, group_means
 from ..store import Store
 from ..summaries import prediction_table
 from ._cases import localization_cases, require_metrics
@@ -146,7 +146,7 @@ def metric_by_subgroup(store: Store, cases: pd.DataFrame, scored: pd.DataFrame, 
     require_groups(store, cases, by, what)
     cols = _columns(by)
     levels = scored.dropna(subset=cols)
-    out = fairness.metric_by_group(cases, metric, by, expected=levels[["label", *cols]])
+    out = group_means.metric_by_group(cases, metric, by, expected=levels[["label", *cols]])
     positives = levels[levels.gt_positive == True].groupby(["label", *cols]).size()  # noqa: E712 — nullable
     keys = out[["label", *cols]].itertuples(index=False, name=None)
     notes = [_note(int(n), int(n_nan), int(positives.get(key, 0)), metric)

@@ -8,7 +8,8 @@ import pytest
 
 from cxrxai import stats
 from cxrxai.errors import MetricError, UnknownNameError
-from cxrxai.metrics.fairness import metric_by_group, subgroup_rates, underdiagnosis
+from cxrxai.metrics.fairness import subgroup_rates, underdiagnosis
+from cxrxai.metrics.group_means import metric_by_group
 
 
 def _table():
