@@ -2,11 +2,17 @@
 one after the other, or on a Ray cluster): ``cams`` (the cheap methods for a batch of images),
 ``map`` (one image's labels of a costly method) and ``predictions``. A unit carries each setting's
 stored parameters (plain JSON, as a remote worker receives them); :class:`Setting` turns them back
-into the method's arguments."""
+into the method's arguments.
+
+A map's ``seconds`` are its computation's own time, and its ``timing`` names the clock
+(:func:`pass_clock`): on a CPU the process's CPU time over the pass (every thread's, so about
+cores × wall time on an idle machine; time spent waiting on a busy machine is not in it), elsewhere
+the wall time of the pass (an accelerator's work is not the host's CPU time)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +25,15 @@ from ..models.spec import preprocess
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["compute_unit", "map_units", "store_values", "unit_image_ids", "unit_size"]
+__all__ = ["compute_unit", "map_units", "pass_clock", "store_values", "unit_image_ids", "unit_size"]
+
+
+def pass_clock(device) -> tuple[str, Callable[[], float]]:
+    """The clock a map on ``device`` is timed with, and its name as stored in ``timing``: ``cpu``
+    (:func:`time.process_time`, all threads) on a CPU, ``wall`` (:func:`time.perf_counter`) elsewhere."""
+    if getattr(device, "type", device) == "cpu":
+        return "cpu", time.process_time
+    return "wall", time.perf_counter
 
 
 def unit_size(unit: dict) -> int:
@@ -78,23 +92,26 @@ def _map_unit(model, load_images, unit: dict) -> tuple[list[dict], dict]:
     setting = Setting.stored(unit["method"], unit["params"])
     x = preprocess(np.asarray(load_images([unit["image_id"]])), model.spec).to(model.device)
     labels = list(unit["labels"])
-    t = time.perf_counter()
+    timing, clock = pass_clock(model.device)
+    t = clock()
     got = store_values(model, x, [model.spec.label_index(lab) for lab in labels], setting)
-    seconds = (time.perf_counter() - t) / (1 if setting.method_.per_image else len(labels))
-    return [_row(model, unit["image_id"], lab, setting, kind, values, seconds)
+    seconds = (clock() - t) / (1 if setting.method_.per_image else len(labels))
+    return [_row(model, unit["image_id"], lab, setting, kind, values, (seconds, timing))
             for lab, (values, kind) in zip(labels, got)], {}
 
 
 def _dense_maps(model, x: torch.Tensor, ids: list[str], setting: Setting, wanted: dict, memo: dict) -> dict:
-    """{(image_id, label): (map, seconds)} of ``setting`` for the wanted labels of each image in ``x``."""
+    """{(image_id, label): (map, (seconds, timing))} of ``setting`` for the wanted labels of each
+    image in ``x``."""
     meth, params = setting.method_, setting.kwargs()
     labels = {i: wanted.get(i, []) for i in ids}
     n_maps = max(1, sum(len(v) for v in labels.values()))
-    t = time.perf_counter()
+    timing, clock = pass_clock(model.device)
+    t = clock()
     every = meth.all_labels(model, x, params, memo) if meth.all_labels is not None else None
     out: dict = {"closed_form": every is not None}
     if every is not None:
-        per = (time.perf_counter() - t) / n_maps
+        per = ((clock() - t) / n_maps, timing)
         for n, image_id in enumerate(ids):
             for label in labels[image_id]:
                 out[image_id, label] = (every[n, model.spec.label_index(label)].numpy(), per)
@@ -103,15 +120,16 @@ def _dense_maps(model, x: torch.Tensor, ids: list[str], setting: Setting, wanted
         labs = labels[image_id]
         if not labs:
             continue
-        t = time.perf_counter()
+        t = clock()
         maps = explain_batch(model, x[n:n + 1].expand(len(labs), -1, -1, -1),
                              [model.spec.label_index(lab) for lab in labs], setting.method, **params)
-        per = (time.perf_counter() - t) / len(labs)
+        per = ((clock() - t) / len(labs), timing)
         out.update({(image_id, lab): (maps[k], per) for k, lab in enumerate(labs)})
     return out
 
 
-def _row(model, image_id, label, setting: Setting, kind, values, seconds):
+def _row(model, image_id, label, setting: Setting, kind, values, timed: tuple[float, str]):
+    seconds, timing = timed
     return {
         "model_id": model.spec.name,
         "image_id": image_id,
@@ -122,6 +140,7 @@ def _row(model, image_id, label, setting: Setting, kind, values, seconds):
         "kind": kind,
         "values": values,
         "seconds": seconds,
+        "timing": timing,
         "device": model.device.type,
     }
 

@@ -344,15 +344,12 @@ class Queries(MetricTableQueries, AuditQueries):
 
     def map_index(self, *, model_id: str | None = None, image_id: str | None = None,
                   label: str | None = None, method: str | None = None) -> pd.DataFrame:
-        """Which maps exist (no values): model, image, label, method, parameters, seconds."""
+        """Which maps exist (no values): model, image, label, method, parameters, seconds, device and
+        (schema v7 on) ``timing``, the clock the seconds were read from."""
         if not self.has_table("maps"):
             return pd.DataFrame()
         where, params = _where(model_id=model_id, image_id=image_id, label=label, method=method)
-        return self._df(
-            "SELECT model_id, image_id, label, method, params_key, params, target, kind, height, width, "
-            f"seconds, device FROM maps{where} ORDER BY ALL",
-            params,
-        )
+        return self._df(f'SELECT * EXCLUDE ("values", created_at) FROM maps{where} ORDER BY ALL', params)
 
     def get_map(
         self, model_id: str, image_id: str, label: str, method: str, params_key: str

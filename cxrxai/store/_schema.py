@@ -195,7 +195,15 @@ _V6 = [
     "ALTER TABLE localization_v6 RENAME TO localization",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# Version 7: the clock a map's ``seconds`` were read from (issue 42): ``cpu`` (the process's CPU
+# time over the pass, all threads: the computation's own time) or ``wall`` (wall-clock time, which
+# counts time spent waiting on a busy machine). Every time stored before v7 is wall-clock time.
+_V7 = [
+    "ALTER TABLE maps ADD COLUMN timing VARCHAR",
+    "UPDATE maps SET timing = 'wall' WHERE seconds IS NOT NULL",
+]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and

@@ -192,7 +192,7 @@ class StoreWriter(MetricTableWriter, RecordWriter, Queries):
 
     def put_maps(self, rows: list[dict]) -> int:
         """Rows with model_id, image_id, label, method, params (dict), target, kind, values (2-D),
-        seconds, device."""
+        seconds, timing (the clock ``seconds`` were read from: ``cpu``, ``wall``), device."""
         if not rows:
             return 0
         df = pd.DataFrame({
@@ -208,6 +208,7 @@ class StoreWriter(MetricTableWriter, RecordWriter, Queries):
             "width": [int(np.shape(r["values"])[1]) for r in rows],
             "values": [np.asarray(r["values"], np.float32).ravel() for r in rows],
             "seconds": [r.get("seconds") for r in rows],
+            "timing": [r.get("timing") for r in rows],
             "device": [r.get("device") for r in rows],
         })
         return self._upsert("maps", df, list(df.columns))

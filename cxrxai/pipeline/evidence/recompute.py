@@ -33,9 +33,9 @@ __all__ = ["CHECKS", "RUN_COLUMNS", "Check", "cohort", "differences", "partners"
 
 #: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
 _RECORDS = ("meta", "models")
-#: Columns that describe the run that wrote a row (how long a map took, on what, when), not its
-#: result: never compared.
-RUN_COLUMNS = ("seconds", "device", "created_at")
+#: Columns that describe the run that wrote a row (how long a map took, by which clock, on what,
+#: when), not its result: never compared.
+RUN_COLUMNS = ("seconds", "timing", "device", "created_at")
 
 
 def _rows(folder: Path, table: str) -> pd.DataFrame:
