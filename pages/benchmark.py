@@ -95,10 +95,9 @@ if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
     ui.table(sweep)
     st.caption(f"Maps stored per setting: {viz.sweep_counts(sweep)}. Metrics on the cases every stored "
-               "setting has (`cases_scored`). Seconds per map as timed where each map was computed "
-               "(`timed_on`)." + (
+               f"setting has (`cases_scored`). {viz.sweep_timing(sweep)}" + (
         " This store started from the demo's shipped evidence snapshot: its maps were timed on the machine "
-        "that built it (`data_cache/evidence/provenance.json`), not this one."
+        "that built it (`data_cache/evidence/provenance.json`, `timed_on`), not this one."
         if store.meta(SNAPSHOT_META) else ""))
     ui.download_csv(sweep, f"{model_id}-occlusion-sweep.csv", key="dl_sweep", store=store)
 

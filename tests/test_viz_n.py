@@ -36,7 +36,8 @@ def test_similarity_boxes_and_sweep_points_carry_n():
     assert box.name == "reproducibility (n = 4 a method)" and list(box.customdata) == [4] * 8
     assert boxes.layout.showlegend is True  # one kind alone: Plotly hides a lone trace's legend
     sweep = pd.DataFrame({"patch": [32, 16], "stride": [16, 8], "maps": [20, 20], "cases_scored": [20, 19],
-                          "seconds_mean": [7.2, 30.2], "iou": [0.11, 0.16]})
+                          "timing": "cpu", "timed_maps": [20, 20], "seconds_median": [7.2, 30.2],
+                          "seconds_q1": [6.0, 25.0], "seconds_q3": [8.0, 35.0], "iou": [0.11, 0.16]})
     fig = viz.sweep_lines(sweep)
     line = fig.data[0]
     assert list(line.customdata) == [20, 19] and "(n = %{customdata} cases)" in line.hovertemplate

@@ -11,12 +11,14 @@ import pandas as pd
 from ..stats import MIN_CI_N
 
 __all__ = [
+    "CLOCKS",
     "SMALL_N",
     "decision_text",
     "ranking_display",
     "reliance_display",
     "shortcut_display",
     "sweep_counts",
+    "sweep_timing",
     "value_text",
     "verdict_table",
 ]
@@ -45,6 +47,42 @@ def sweep_counts(sweep: pd.DataFrame) -> str:
     return "; ".join(f"{p}/{s}: {k} of {int(n)} planned" if n is not None and n == n
                      else f"{p}/{s}: {k} stored (plan not recorded)"
                      for p, s, k, n in zip(sweep["patch"], sweep["stride"], sweep["maps"], planned))
+
+
+#: What each clock a map's seconds are read from is called, and what it counts (see
+#: :func:`cxrxai.pipeline.units.pass_clock`).
+CLOCKS = {
+    "cpu": ("CPU", "the CPU time of the pass, every thread's summed: the computation's own time, "
+                   "without waiting (about cores × wall time on an idle machine)"),
+    "wall": ("wall-clock", "the wall time of the pass, which counts any time spent waiting on a busy "
+                           "machine"),
+}
+
+
+def _seconds(row) -> str:
+    p, s = f"{row.patch}/{row.stride}", row.get("seconds_median")
+    n = int(row.get("timed_maps") or 0)
+    if not n or s != s:
+        return f"{p}: no map timed"
+    spread = (f" [IQR {row.seconds_q1:.1f}–{row.seconds_q3:.1f}]" if n >= MIN_CI_N else "")
+    return f"{p}: {s:.1f} s{spread} (n = {n}, {CLOCKS.get(row.timing, (row.timing,))[0]})"
+
+
+def sweep_timing(sweep: pd.DataFrame) -> str:
+    """Seconds per map of each sweep setting: median, interquartile range (from ``MIN_CI_N`` maps),
+    n and the clock, then what each clock shown counts.
+
+    >>> sweep_timing(pd.DataFrame({"patch": [32, 8], "stride": [16, 8], "timing": ["wall", None],
+    ...     "timed_maps": [5, 0], "seconds_median": [3.0, None], "seconds_q1": [2.0, None],
+    ...     "seconds_q3": [4.0, None]}))  # doctest: +ELLIPSIS
+    'Seconds per map, median: 32/16: 3.0 s [IQR 2.0–4.0] (n = 5, wall-clock); 8/8: no map timed. wall-...'
+    """
+    if "seconds_median" not in sweep:
+        return "No map of the sweep has a time stored."
+    rows = "; ".join(_seconds(r) for _, r in sweep.iterrows())
+    kinds = [k for k in CLOCKS if k in set(sweep["timing"].dropna())]
+    return f"Seconds per map, median: {rows}. " + " ".join(
+        f"{CLOCKS[k][0]}: {CLOCKS[k][1]}." for k in kinds)
 
 
 def decision_text(prob: float, threshold: float, outcome) -> str:

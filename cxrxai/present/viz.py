@@ -24,6 +24,7 @@ from .display import (
     reliance_display,
     shortcut_display,
     sweep_counts,
+    sweep_timing,
     value_text,
     verdict_table,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "similarity_boxes",
     "sweep_counts",
     "sweep_lines",
+    "sweep_timing",
     "value_text",
     "verdict_table",
 ]

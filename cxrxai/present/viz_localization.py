@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from ..metrics import registry as metric_registry
 from ._style import LAYOUT as _LAYOUT
 from ._style import PALETTE
-from .display import SMALL_N
+from .display import CLOCKS, SMALL_N
 
 __all__ = ["explainer_heatmap", "regression_scatter", "sweep_lines"]
 
@@ -77,9 +77,30 @@ def explainer_heatmap(table: pd.DataFrame, value: str) -> go.Figure:
     return fig
 
 
+def _clocks(sweep: pd.DataFrame) -> str:
+    """The clocks of the sweep's seconds, as a reader calls them (``CPU``, ``wall-clock``)."""
+    kinds = sweep["timing"].dropna().unique() if "timing" in sweep else []
+    return " / ".join(CLOCKS.get(k, (k,))[0] for k in sorted(kinds)) or "no map timed"
+
+
+def _seconds_bars(fig: go.Figure, x: pd.Series, sweep: pd.DataFrame) -> None:
+    """Median seconds per map with their interquartile range; n and the clock in the hover."""
+    median = sweep["seconds_median"]
+    n = sweep["timed_maps"].fillna(0).astype(int)
+    clock = [CLOCKS.get(k, (k,))[0] if isinstance(k, str) else "" for k in sweep["timing"]]
+    fig.add_bar(x=x, y=median, name="seconds per map (median, IQR)", yaxis="y2", opacity=0.3,
+                marker_color="grey", customdata=list(zip(n, clock)),
+                error_y=dict(type="data", symmetric=False, array=sweep["seconds_q3"] - median,
+                             arrayminus=median - sweep["seconds_q1"]),
+                hovertemplate="%{x}: median %{y:.1f} s (n = %{customdata[0]} maps, %{customdata[1]})"
+                              "<extra></extra>")
+
+
 def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
     """Occlusion patch/stride sweep: every metric of the ``sweep`` view the table has, with CIs, and
-    seconds per map (thesis Fig. 3, Table S4); the cases each setting rests on in the title."""
+    seconds per map (median and interquartile range, their clock and n: :func:`map_timing
+    <cxrxai.reports.thesis.map_timing>`; thesis Fig. 3, Table S4); the cases each setting rests on in
+    the title."""
     x = sweep["patch"].astype(str) + "/" + sweep["stride"].astype(str)
     fig = go.Figure()
     for k, metric in enumerate(m for m in metric_registry.metric_names(view="sweep") if m in sweep):
@@ -91,9 +112,7 @@ def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
         fig.add_scatter(x=x, y=sweep[metric], name=metric_registry.label(metric), mode="lines+markers",
                         error_y=err, line_color=PALETTE[k % len(PALETTE)], customdata=n,
                         hovertemplate="%{x}: %{y:.3f} (n = %{customdata} cases)<extra></extra>")
-    fig.add_bar(
-        x=x, y=sweep["seconds_mean"], name="seconds per map", yaxis="y2", opacity=0.3, marker_color="grey"
-    )
+    _seconds_bars(fig, x, sweep)
     cases = sweep["cases_scored"] if "cases_scored" in sweep else sweep["maps"]
     low, high = int(cases.min()), int(cases.max())
     fig.update_layout(
@@ -101,7 +120,7 @@ def sweep_lines(sweep: pd.DataFrame) -> go.Figure:
               "95 % CI over cases, none from fewer than 5)",
         xaxis_title="patch / stride (px)",
         yaxis=dict(title="metric", range=[0, 1]),
-        yaxis2=dict(title="seconds", overlaying="y", side="right"),
+        yaxis2=dict(title=f"seconds per map ({_clocks(sweep)})", overlaying="y", side="right"),
         # below the plot: at the right it covered the top of the seconds axis
         **{**_LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.22, x=0),
            "margin": {**_LAYOUT["margin"], "b": 60}},

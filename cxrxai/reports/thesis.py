@@ -18,7 +18,8 @@ from ..store import SWEEP_PLAN_META, Store
 from ._cases import localization_cases, need, require_metrics, with_metrics
 from ._registry import report
 
-__all__ = ["explainer_ranking", "explainer_table", "fidelity_summary", "occlusion_sweep", "sweep_plan"]
+__all__ = ["CLOCKS", "explainer_ranking", "explainer_table", "fidelity_summary", "map_timing",
+           "occlusion_sweep", "sweep_plan"]
 
 #: The explainer ranking's columns; the metric's own comes after ``n``.
 RANKING_COLUMNS = ["label", "rank", "explainer", "n", "vs", "n_paired", "difference", "lower", "upper",
@@ -134,12 +135,34 @@ def sweep_plan(store: Store, model_id: str) -> tuple[int | None, list[tuple[int,
     return plan.get("cases"), [tuple(s) for s in plan.get("settings", [])]
 
 
+#: The clocks a map's ``seconds`` may be read from, the one a sweep's time is summarized on first.
+CLOCKS = ("cpu", "wall")
+
+
+def map_timing(maps: pd.DataFrame) -> dict:
+    """Seconds per map of ``maps`` (rows of the store's map index): the median and quartiles over
+    the maps of one clock (``timing``: ``cpu`` where any map has it, else ``wall``; a store from
+    before the clock was recorded is wall-clock throughout) and how many maps that is
+    (``timed_maps``). The median, not the mean: one map that waited on a busy machine moves a mean
+    of 20 by minutes.
+
+    >>> map_timing(pd.DataFrame({"seconds": [1.0, 2.0, 3.0, 4.0, 2599.2], "timing": "wall"}))
+    {'timing': 'wall', 'timed_maps': 5, 'seconds_median': 3.0, 'seconds_q1': 2.0, 'seconds_q3': 4.0}
+    """
+    timing = maps["timing"] if "timing" in maps else pd.Series("wall", index=maps.index)
+    timed = maps["seconds"].notna()
+    clock = next((c for c in CLOCKS if (timed & (timing == c)).any()), None)
+    s = maps.loc[timed & (timing == clock), "seconds"].astype(float)
+    q1, median, q3 = s.quantile([0.25, 0.5, 0.75]).tolist() if len(s) else [np.nan] * 3
+    return {"timing": clock, "timed_maps": len(s), "seconds_median": median,
+            "seconds_q1": q1, "seconds_q3": q3}
+
+
 def _sweep_row(key: str, g: pd.DataFrame, c: pd.DataFrame, names: list[str]) -> dict:
     """One setting's row: its grid, the maps stored (``g``), their time, the shared cases scored."""
     p = json.loads(key)
     row = {"patch": p["patch"], "stride": p["stride"],
-           "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}", "maps": len(g),
-           "seconds_mean": float(g["seconds"].mean()),
+           "resolution": f"{g['height'].iloc[0]}x{g['width'].iloc[0]}", "maps": len(g), **map_timing(g),
            "timed_on": ", ".join(sorted(set(g["device"].dropna()))), "cases_scored": len(c)}
     for name in names:
         row.update(_with_ci(c[name], name))
@@ -152,7 +175,8 @@ def occlusion_sweep(
 ) -> pd.DataFrame:
     """Thesis Fig. 3 / Table S4 per patch/stride: grid, the maps stored of those planned
     (``maps``, ``maps_planned``: an interrupted sweep has fewer; a planned setting with none has
-    a row), s/map (``timed_on``: the devices the maps were computed on) and every metric of the
+    a row), seconds per map (:func:`map_timing`: median and quartiles, their clock and n;
+    ``timed_on``: the devices the maps were computed on) and every metric of the
     ``sweep`` view with CIs; ``shared``: metrics only on the (image, finding) pairs every stored
     setting has (the demo has 32/16 on 240), so points compare (``cases_scored``)."""
     idx = need(
@@ -160,14 +184,15 @@ def occlusion_sweep(
     )
     names = metric_registry.metric_names(view="sweep")
     cases = localization_cases(store, model_id, slice_=slice_, method="occlusion", params_key="*")
-    cases = with_metrics(cases, names)
+    # one fixed order of cases, whatever order the store returns them in: the bootstrap resamples rows
+    cases = with_metrics(cases, names).sort_values(["image_id", "label", "params_key"], ignore_index=True)
     if shared:
         common = set.intersection(*(set(zip(g.image_id, g.label)) for _, g in idx.groupby("params_key")))
         cases = cases[[p in common for p in zip(cases.image_id, cases.label)]]
     rows = [_sweep_row(key, g, cases[cases.params_key == key], names) for key, g in idx.groupby("params_key")]
     planned, settings = sweep_plan(store, model_id)
     stored = {(r["patch"], r["stride"]) for r in rows}
-    rows += [{"patch": p, "stride": s, "maps": 0, "cases_scored": 0}
+    rows += [{"patch": p, "stride": s, "maps": 0, "timed_maps": 0, "cases_scored": 0}
              for p, s in settings if (p, s) not in stored]  # planned, none stored yet
     out = pd.DataFrame(rows).sort_values(["patch", "stride"], ascending=False).reset_index(drop=True)
     out.insert(out.columns.get_loc("maps") + 1, "maps_planned",

@@ -1,6 +1,7 @@
 """The README's evidence tables, printed as Markdown from a finished demo store.
 
     .venv/bin/python data_cache/readme/tables.py [--store data_cache/demo.duckdb] > /tmp/tables.md
+    .venv/bin/python data_cache/readme/tables.py --sweep demo-densenet121  # docs/demo.md's sweep table
 
 (``make install-test`` brings ``tabulate``, which pandas writes Markdown with.)
 
@@ -22,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cxrxai import paths, reports  # noqa: E402
 from cxrxai.errors import CxrxaiError  # noqa: E402
 from cxrxai.explain import get  # noqa: E402
+from cxrxai.metrics import registry as metric_registry  # noqa: E402
+from cxrxai.present.display import CLOCKS  # noqa: E402
 from cxrxai.present.viz import value_text  # noqa: E402
 from cxrxai.store import open_store  # noqa: E402
 
@@ -69,6 +72,32 @@ def ranking(store, model: str) -> str:
     return markdown(pd.DataFrame(rows))
 
 
+def _interval(row, metric: str) -> str:
+    lower, upper = row.get(f"{metric}_lower"), row.get(f"{metric}_upper")
+    bounds = f" [{_v(lower)}, {_v(upper)}]" if lower == lower and upper == upper and lower is not None else ""
+    return _v(row[metric]) + bounds
+
+
+def _seconds(row) -> str:
+    """Median seconds per map [interquartile range] (n maps, clock), as the Benchmark page says it."""
+    if not row.timed_maps or row.seconds_median != row.seconds_median:
+        return "—"
+    clock = CLOCKS.get(row.timing, (row.timing,))[0]
+    return (f"{row.seconds_median:.1f} [{row.seconds_q1:.1f}, {row.seconds_q3:.1f}] "
+            f"({int(row.timed_maps)}, {clock})")
+
+
+def sweep(store, model: str) -> str:
+    """docs/demo.md's sweep table of ``model``: per setting its grid, the maps stored, seconds per
+    map (median [IQR] (n, clock)) and every metric of the ``sweep`` view with its 95 % CI."""
+    t = reports.run_report(store, "occlusion-sweep", model)
+    names = [m for m in metric_registry.metric_names(view="sweep") if m in t]
+    rows = [{"patch/stride": f"{r.patch}/{r.stride}", "grid": str(r.resolution).replace("x", "×"),
+             "maps": int(r.maps), "s / map: median [IQR] (n, clock)": _seconds(r),
+             **{metric_registry.label(m): _interval(r, m) for m in names}} for _, r in t.iterrows()]
+    return markdown(pd.DataFrame(rows))
+
+
 def table(store, name: str, model: str) -> str:
     t = reports.run_report(store, name, model)
     for c in t.columns:  # floats in object columns too (a verdict table mixes them with text)
@@ -79,7 +108,12 @@ def table(store, name: str, model: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=paths.demo_store())
+    parser.add_argument("--sweep", metavar="MODEL", help="print only docs/demo.md's sweep table of MODEL")
     args = parser.parse_args()
+    if args.sweep:
+        with open_store(args.store) as store:
+            print(sweep(store, args.sweep))
+        return
     with open_store(args.store) as store:
         print(f"<!-- from {args.store}, built {store.meta('built_at')}, evidence {store.meta('evidence_built_at')} -->")
         for model in store.models().model_id:
