@@ -1,6 +1,11 @@
 """Streamlit caches over the store and the models, keyed by the store path and its published
 version (``Store.published``), so a store republished by a running precompute is picked up on the
-next rerun."""
+next rerun.
+
+One module though past 300 lines (STYLE.md: Streamlit caching lives in one small UI helper
+module): every cache here is a few lines over a library function, keyed the same way, and they
+change together when the keying does.
+"""
 
 from __future__ import annotations
 

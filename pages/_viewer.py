@@ -1,4 +1,10 @@
-"""The explorer's map panel: explainer controls, stored or live map, overlay, metrics, downloads."""
+"""The explorer's map panel: explainer controls, stored or live map, overlay, metrics, downloads.
+
+One module though past 300 lines: a panel's controls, its stored-or-live map, the live job's
+progress and what it draws and scores share one slot's widget keys and one
+:class:`~cxrxai.present.panel.PanelState`, and change together; the explorer page calls
+:func:`panel` once per slot.
+"""
 
 from __future__ import annotations
 

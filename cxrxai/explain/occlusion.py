@@ -24,6 +24,9 @@ CUDA out-of-memory error halves the batch and retries instead of failing. A wind
 not depend on the stride, so :func:`occlusion_progressive` takes the scores already known
 (window corner → score) and computes only the windows missing from them
 (:func:`window_batches` scores any list of windows).
+
+One module though past 300 lines: one explainer and its exact fast paths (batched, progressive,
+partial), all over the one window grid; the incremental DenseNet engine is :mod:`._incremental`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ are transparent and the film stays readable; a colour bar gives the map's own sc
 part for ``normalized``, a diverging scale around 0 for signed ``raw`` maps). Each reader has its
 own colour and dash in the legend; boxes and reader points are drawn; the Otsu segmentation that
 IoU was scored on is a named contour — drawn from the mask the caller scored (``segmentation``,
-:func:`cxrxai.present.panel.score_panel`), never segmented here. Axes are the film's own pixel coordinates.
+:func:`cxrxai.present.panel.score_panel`), never segmented here. Axes are the film's own pixel
+coordinates.
+
+One module though past 300 lines: every trace of the one figure (the film, the map's layers, the
+readers' contours, boxes and points, the segmentation) shares its scale factor, its legend and its
+``uirevision``, and changes with them; the grid of several films reuses them.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ corrected within (:mod:`cxrxai.metrics.comparison`).
   one family, corrected as above. ``worse`` (with ``explained_by``) answers "is the new model worse
   for anyone?".
 * ``model-disagreements`` — the shared cases where the two models' probabilities differ most.
+
+One module though past 300 lines: the three reports share how a claim is stated (its test, its n,
+its family's correction: ``_family``) and the images two models share (``_shared``), and change
+when those do.
 """
 
 from __future__ import annotations
