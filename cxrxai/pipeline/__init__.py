@@ -13,7 +13,8 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
 * :mod:`.stages` — the stage registry (each stage registered where it is defined);
   :mod:`.plan` — :class:`BuildPlan`, a build's ordered stage names and every choice, given once;
 * :mod:`.dataset`, :mod:`.imports`, :mod:`.demo` — the three builds (a real dataset, predictions
-  made elsewhere, the phantom demo); :mod:`.launch` — a precompute with its engine and status file.
+  made elsewhere, the phantom demo; its cases in :mod:`.demo_cases`, its rounds and stage lists in
+  :mod:`.demo_plan`); :mod:`.launch` — a precompute with its engine and status file.
 """
 
 from importlib import import_module

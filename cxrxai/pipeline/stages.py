@@ -7,7 +7,7 @@ dataset) is an ordered list of stage names, resolved here against one plan. ``pr
 
 Adding a stage is two files: a module of this package that defines it (with :func:`stage` on its
 function; every module here is imported before a lookup) and the build that names it
-(``pipeline/demo.py`` or ``pipeline/dataset.py``; an analysis needs no second file: ``--analyses``
+(``pipeline/demo_plan.py`` or ``pipeline/dataset.py``; an analysis needs no second file: ``--analyses``
 offers it). A stage that keeps its numbers in a table of its own declares it there too
 (:class:`~cxrxai.store.StageTable`: columns and key); the store creates it on the first
 ``put_table``, and no schema version changes::

@@ -20,8 +20,9 @@ from test_pages import APP, _app, grid_table
 import pages._common as ui
 from cxrxai import summaries
 from cxrxai.data.demo import load_demo
+from cxrxai.labels import DEMO_LABELS
 from cxrxai.models.spec import ModelSpec
-from cxrxai.pipeline.demo import DEMO_LABELS, _put_demo_dataset
+from cxrxai.pipeline.demo_cases import put_demo_dataset
 from cxrxai.present.provenance import read_export
 from cxrxai.store import open_store, write_store
 
@@ -35,7 +36,7 @@ def store_path(tiny_config, tmp_path_factory):
     path = root / "s.duckdb"
     rng = np.random.default_rng(0)
     with write_store(path) as w:
-        _put_demo_dataset(w, data, tiny_config, root / "phantoms")
+        put_demo_dataset(w, data, tiny_config, root / "phantoms")
         ids = sorted(w.images().image_id)
         probs = rng.uniform(0.05, 0.95, (len(ids), len(DEMO_LABELS))).astype(np.float32)
         w.put_model(ModelSpec(name=MODEL, arch="densenet121", labels=tuple(DEMO_LABELS), thresholds={}))

@@ -18,9 +18,10 @@ from test_pages import _app
 
 from cxrxai import summaries
 from cxrxai.data.demo import load_demo
+from cxrxai.labels import DEMO_LABELS
 from cxrxai.live import JobState
 from cxrxai.models.spec import ModelSpec
-from cxrxai.pipeline.demo import DEMO_LABELS, _put_demo_dataset
+from cxrxai.pipeline.demo_cases import put_demo_dataset
 from cxrxai.present.film import SEGMENTATION_NAME
 from cxrxai.store import open_store, write_store
 
@@ -37,7 +38,7 @@ def two_models(tiny_config, tmp_path_factory):
     path = root / "two.duckdb"
     rng = np.random.default_rng(0)
     with write_store(path) as w:
-        _put_demo_dataset(w, data, tiny_config, root / "phantoms")
+        put_demo_dataset(w, data, tiny_config, root / "phantoms")
         ids = sorted(w.images().image_id)
         for k, (name, arch) in enumerate(((MODEL, "densenet121"), (SECOND, "imported"))):
             probs = rng.uniform(0.05, 0.95, (len(ids), len(DEMO_LABELS))).astype(np.float32)

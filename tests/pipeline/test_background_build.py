@@ -18,7 +18,7 @@ import pytest
 
 from cxrxai.errors import UnknownNameError
 from cxrxai.pipeline import background
-from cxrxai.pipeline.demo import EVIDENCE, _plans, demo_stages
+from cxrxai.pipeline.demo_plan import EVIDENCE, _plans, demo_stages
 
 
 def test_the_phases_split_the_build_and_the_evidence_is_sized_as_promised():
