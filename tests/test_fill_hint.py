@@ -140,8 +140,8 @@ def test_the_human_benchmark_of_the_demo_is_the_demos_second_reader(demo):
 def test_the_human_benchmark_of_a_users_dataset_names_what_would_fill_it(tmp_path):
     with _store(tmp_path, dataset="nih") as s:
         hint = fill_hint(s, "reader", MAIN, status=None, mode="on")
-    assert hint.startswith("this store's datasets (nih) have no second reader's annotations, only the "
-                           "reference")
+    assert hint.startswith("this store cannot have it: its datasets (nih) have no second reader's "
+                           "annotations, only the reference")
     assert "hb_annotations_test.json" in hint and "demo" not in hint
 
 
@@ -179,3 +179,21 @@ def test_a_demo_build_without_a_plan_names_its_task(demo):
               "total": 9}
     hint = fill_hint(demo, "trust", MAIN, status=status, mode="on")
     assert hint.startswith("a demo build (quick) is writing this store now (cams 3/9)")
+
+
+def test_a_stopped_precompute_is_not_what_fills_a_human_benchmark_this_store_cannot_have(tmp_path):
+    with _store(tmp_path, dataset="nih") as s:
+        status = {"pid": 1, "phase": "precompute (local engine)", "state": "stopped", "running": False,
+                  "stage": "Grad-CAM"}
+        hint = fill_hint(s, "reader", MAIN, status=status, mode="on")
+    assert hint.startswith("this store cannot have it") and "run the same command again" not in hint
+
+
+def test_evidence_a_second_training_never_gets_is_not_missing_yet(demo):
+    from cxrxai.errors import StoreError
+    from cxrxai.reports import run_report
+
+    with pytest.raises(StoreError) as err:
+        run_report(demo, "trust", SEED)
+    assert str(err.value).startswith(f"model {SEED!r} has no trust scores (table trust); it is a second "
+                                     "training of 'demo-densenet121'"), err.value

@@ -9,7 +9,7 @@ import pandas as pd
 from ..errors import StoreError, UnknownNameError
 from ..metrics import registry as metric_registry
 from ..store import Store, main_rows
-from ..summaries import fill_hint
+from ..summaries import fill_hint, will_come
 from ..summaries.cases import with_metrics
 
 __all__ = ["localization_cases", "need", "require_metrics", "second_readers", "with_metrics"]
@@ -21,7 +21,8 @@ def need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | 
     """``df`` if it has rows, else a :class:`StoreError` naming what is missing and its command."""
     if df.empty:
         whose = f"model {model_id!r} has" if model_id else "the store has"
-        raise StoreError(f"{whose} no {what} yet (table {table}); {fill_hint(store, table, model_id)}")
+        yet = " yet" if will_come(store, table, model_id) else ""
+        raise StoreError(f"{whose} no {what}{yet} (table {table}); {fill_hint(store, table, model_id)}")
     return df
 
 

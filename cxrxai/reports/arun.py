@@ -9,6 +9,7 @@ import pandas as pd
 from ..errors import StoreError
 from ..metrics import trust
 from ..store import Store, main_rows
+from ..summaries import comparison_hint
 from ._cases import need, require_metrics
 from ._registry import report
 
@@ -78,9 +79,6 @@ def similarity_scores(store: Store, model_id: str, *, data_range: float = 1.0) -
     t = need(store.table("trust", model_id=model_id), store, "trust scores", "trust", model_id)
     t = t[t.kind.isin(["repeatability", "reproducibility"]) & (t.data_range == data_range)]
     if t.empty:
-        raise StoreError(
-            f"model {model_id!r} has no repeatability/reproducibility scores (table trust): they need a "
-            "second DenseNet-121 and a second architecture — `python -m cxrxai train --seed 1 --name "
-            "demo-densenet121-seed1 && python -m cxrxai demo`"
-        )
+        raise StoreError(f"model {model_id!r} has no repeatability/reproducibility scores (table trust): "
+                         f"{comparison_hint(store)}")
     return t.reset_index(drop=True)

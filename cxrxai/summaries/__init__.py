@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from .cases import case_probabilities, case_table, filter_cases, finding_choices, outcome
-from .hints import FILLED_BY, fill_command, fill_hint, resume_hint
+from .hints import FILLED_BY, cannot_have, comparison_hint, fill_command, fill_hint, resume_hint, will_come
 from .predictions import (
     ALL,
     cohort_table,
@@ -23,9 +23,11 @@ from .predictions import (
 __all__ = [
     "ALL",
     "FILLED_BY",
+    "cannot_have",
     "case_probabilities",
     "case_table",
     "cohort_table",
+    "comparison_hint",
     "fill_command",
     "fill_hint",
     "filter_cases",
@@ -38,4 +40,5 @@ __all__ = [
     "resume_hint",
     "roc_table",
     "split_choices",
+    "will_come",
 ]

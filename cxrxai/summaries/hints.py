@@ -8,7 +8,8 @@ import json
 from ..store import CAM_ONLY_META, Store
 from ..store.status import BACKGROUND_ENV, background_mode, read_status
 
-__all__ = ["FILLED_BY", "fill_command", "fill_hint", "resume_hint"]
+__all__ = ["FILLED_BY", "cannot_have", "comparison_hint", "fill_command", "fill_hint", "resume_hint",
+           "will_come"]
 
 
 def fill_command(store: Store, what: str = "predictions") -> str:
@@ -54,8 +55,12 @@ def fill_hint(store: Store, what: str = "predictions", model_id: str | None = No
     * a model the build gives its CAMs only (a second seed) → a model that has it now, else which
       one will have it and when;
     * the human benchmark (``reader``) → what fills it in this store (the demo's second reader, or
-      which dataset's annotations would).
+      which dataset's annotations would);
+    * evidence no command gives this store (:func:`cannot_have`) → that, and why.
     """
+    never = cannot_have(store, what)
+    if never:
+        return never
     status = read_status(store.path) if status is _READ else status
     mode = mode or background_mode()
     cam_only = json.loads(store.meta(CAM_ONLY_META) or "{}")
@@ -188,20 +193,62 @@ def _is_demo(store: Store) -> bool:
 
 
 def _reader_source(store: Store) -> str:
-    """What fills the human benchmark in this store: the demo's second reader, the second readers
-    of the store's own annotations, or which annotations would."""
+    """What fills the human benchmark in this store: the demo's second reader, or the second readers
+    of the store's own annotations (a store without them cannot have it: :func:`cannot_have`)."""
     if _is_demo(store):
         return ("the demo's second reader (hb-synthetic: the reference masks redrawn with a reader's "
                 "variation) fills it")
     readers = store.annotation_readers()
     others = readers[readers.reader != "gt"]
-    if not others.empty:
-        names = ", ".join(f"{d}: {', '.join(g.reader.astype(str))}" for d, g in others.groupby("dataset"))
-        return (f"the second readers of this store's annotations ({names}) fill it (the build's second "
-                "reader step)")
+    names = ", ".join(f"{d}: {', '.join(g.reader.astype(str))}" for d, g in others.groupby("dataset"))
+    return (f"the second readers of this store's annotations ({names}) fill it (the build's second "
+            "reader step)")
+
+
+def _no_second_reader(datasets: str) -> str:
+    return (f"its datasets ({datasets}) have no second reader's annotations, only the reference (gt); a "
+            "store of a dataset that has them can: CheXpert with CheXlocalize's second reader (`python -m "
+            "cxrxai precompute --dataset chexpert ... --data-option chexlocalize=DIR` with "
+            "hb_annotations_test.json in DIR) or VinDr-CXR (each radiologist a reader)")
+
+
+#: What a second training of a model gets from the demo build (its CAMs' maps and their scores).
+_SEED_GETS = ("predictions", "thresholds", "localization")
+
+
+def cannot_have(store: Store, what: str) -> str | None:
+    """Why no command fills ``what`` (a :data:`FILLED_BY` key, or ``comparison``: repeatability and
+    reproducibility) in this store, a user's own: the planted shortcut, the demo's experiment; the
+    human benchmark, without a second reader's annotations; the comparison with another model,
+    which ``precompute`` never makes. None when a command fills it (always, in the demo store)."""
+    if _is_demo(store):
+        return None
     datasets = ", ".join(sorted(set(store.datasets().get("dataset", [])))) or "none"
-    return (f"this store's datasets ({datasets}) have no second reader's annotations, only the reference "
-            "(gt); "
-            "a second reader's outlines of the same images fill it: CheXpert's from CheXlocalize "
-            "(`python -m cxrxai precompute --dataset chexpert ... --data-option chexlocalize=DIR` with "
-            "hb_annotations_test.json in DIR) or VinDr-CXR's radiologists (each one a reader)")
+    if what == "shortcut":
+        return ("this store cannot have it: the planted shortcut is the demo's own experiment (a ring "
+                "marker planted in its phantom films, a ResNet-18 fine-tuned on them against its control, "
+                f"all in the demo store), and no command plants a marker in the films of {datasets}")
+    if what == "reader" and (store.annotation_readers().reader == "gt").all():
+        return f"this store cannot have it: {_no_second_reader(datasets)}"
+    if what == "comparison":
+        return ("this store cannot have it: repeatability (a second training of the same network) and "
+                "reproducibility (another architecture) compare this model's maps with another model's on "
+                "the same images, and `precompute` explains one model at a time; only the demo build "
+                "trains and compares models of its own, in the demo store")
+    return None
+
+
+def comparison_hint(store: Store) -> str:
+    """How repeatability and reproducibility (the trust table's comparison with a second seed and a
+    second architecture) get filled in this store, or why they cannot be."""
+    return cannot_have(store, "comparison") or (
+        "they need a second DenseNet-121 and a second architecture — `python -m cxrxai train --seed 1 "
+        "--name demo-densenet121-seed1 && python -m cxrxai demo`")
+
+
+def will_come(store: Store, what: str, model_id: str | None = None) -> bool:
+    """Whether some command or build can still give ``model_id`` its ``what``: not when this store
+    cannot have it (:func:`cannot_have`), nor for a second training of a model (repeatability only),
+    which gets its predictions and its CAMs' scores and nothing else."""
+    cam_only = json.loads(store.meta(CAM_ONLY_META) or "{}")
+    return cannot_have(store, what) is None and not (model_id in cam_only and what not in _SEED_GETS)

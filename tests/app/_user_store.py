@@ -94,3 +94,43 @@ def user_store(path: Path) -> Path:
         _predictions(w)
         _maps(w)
     return path
+
+
+def _checkpoint(folder: Path) -> str:
+    """A ResNet-18 saved the torchvision way with this dataset's labels (a user's own checkpoint)."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(num_classes=len(LABELS)).state_dict(), folder / "net.pt")
+    (folder / "net.labels.json").write_text(json.dumps(list(LABELS)))
+    return f"resnet18:{folder / 'net.pt'}:{folder / 'net.labels.json'}"
+
+
+def precompute_args(folder: Path) -> list[str]:
+    """What a user gives ``precompute`` for this dataset (``--model ...`` in a hint stands for it):
+    the folder of films with its cases and boxes CSVs, the checkpoint, 2 cases per analysis."""
+    films = folder / "myfilms"
+    return ["--dataset", "folder", "--root", str(films), "--data-option", f"csv={films / 'cases.csv'}",
+            "--data-option", f"labels={','.join(LABELS)}", "--data-option",
+            f"boxes_csv={films / 'boxes.csv'}", "--model", _checkpoint(folder), "--input-size", "64",
+            "--store", str(folder / "precomputed.duckdb"), "--cases", "2"]
+
+
+def precomputed_user_store(folder: Path) -> Path:
+    """The same films and boxes read by ``precompute`` from a folder + CSV (test split only: no
+    training-split box, no second reader), Grad-CAM maps of a user's ResNet-18, and nothing else."""
+    from cxrxai.cli import main
+
+    films = folder / "myfilms"
+    films.mkdir(parents=True, exist_ok=True)
+    for k, i in enumerate(IDS):
+        Image.fromarray(np.full((52, 60), 40 + 10 * k, np.uint8)).save(films / f"{i}.png")
+    pd.DataFrame({"path": [f"{i}.png" for i in IDS], "sex": SEX, "age": [35, 55, 75] * 4, "split": "test",
+                  **{lab: [int((i, lab) in POSITIVE) for i in IDS] for lab in LABELS}}
+                 ).to_csv(films / "cases.csv", index=False)
+    pd.DataFrame([{"path": f"{i}.png", "label": lab, "x": 12, "y": 10, "w": 20, "h": 16}
+                  for i, lab in sorted(POSITIVE)]).to_csv(films / "boxes.csv", index=False)
+    if main(["precompute", *precompute_args(folder), "--explainers", "gradcam"]) != 0:
+        raise RuntimeError("precompute failed on the user's folder")
+    return folder / "precomputed.duckdb"
