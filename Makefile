@@ -71,7 +71,8 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-ray
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $(VENV)/.installed $@
 
-# The quick phase (about 2 min): the app opens on it and builds the evidence in the background.
+# The quick phase (under a minute: no phantom is rendered, the shipped snapshot holds its numbers): the
+# app opens on it and builds the evidence, the phantom films first, in the background.
 $(STORE): | $(VENV)/.installed $(MODEL)
 	$(BIN)/python -m cxrxai demo --phase quick
 

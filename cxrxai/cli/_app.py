@@ -21,7 +21,7 @@ def _add_app(p: argparse.ArgumentParser) -> None:
         action=given("store to read"),
         default=None,
         help="store to open (default: the demo store under the cxrxai home, its quick phase built first "
-        "when missing, about 2 min; the app builds the rest of the evidence in the background)",
+        "when missing, under a minute; the app builds the rest of the evidence in the background)",
     )
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
     p.add_argument(
@@ -70,7 +70,7 @@ def _store_to_open(store: Path | None) -> Path:
     if not store.is_file():
         from . import main
 
-        print(f"building the demo store's quick phase at {store} (about 2 min, once)", file=sys.stderr)
+        print(f"building the demo store's quick phase at {store} (under a minute, once)", file=sys.stderr)
         store.parent.mkdir(parents=True, exist_ok=True)  # the home, on a first start (--store is checked)
         status = main(["demo", "--phase", "quick", "--store", str(store)])
         if status != 0:

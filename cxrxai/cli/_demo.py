@@ -144,7 +144,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
         choices=PHASES,
         default="all",
         help="quick: what the app needs to open (cases, predictions, thresholds, Grad-CAM/Grad-CAM++; "
-        "about 2 min); evidence: their scores, then in two rounds over both models (the demo's "
+        "under a minute from the shipped snapshot, without rendering the phantoms); evidence: the "
+        "phantoms rendered, their scores, then in two rounds over both models (the demo's "
         "DenseNet-121, then its ResNet-18) a first look (the costly explainers on 10 positives per "
         "finding, the occlusion sweep on 8 shared cases, fidelity on 15, trust on 10) and the full "
         "evidence (30 per finding, 20 sweep cases, fidelity on 50, trust on 30); run in the "
@@ -174,9 +175,10 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     "demo", "build (or resume) the demo store: phantoms, predictions, thresholds, maps, metrics", _add_demo
 )
 def _demo(args) -> int:
+    from ..data.demo import lazy_demo
     from ..pipeline import build_demo, demo_stages
     from ..pipeline.demo import evidence_rounds
-    from ..pipeline.evidence import shipped_dir, snapshot_stage, with_snapshot
+    from ..pipeline.evidence import PHANTOMS, shipped_dir, snapshot_stage, with_snapshot
     from ..pipeline.launch import reporting
 
     model = args.model or paths.demo_model_path()
@@ -207,12 +209,17 @@ def _demo(args) -> int:
     first = [snapshot_stage(snapshot, model.parent)] if quick and snapshot is not None else []
     rounds = None if quick else with_snapshot(evidence_rounds(full=args.full, phase=args.phase), snapshot,
                                               model.parent)
+    config = _phantom_config(args)
+    # The quick phase on a snapshot renders no cohort: its cases' truth is the snapshot's copy of the
+    # annotations, a film is drawn only if a stage computes on it (none: the snapshot holds the
+    # predictions and CAMs); the background build renders the cohort once, after the server answers.
+    data = lazy_demo(config, data_dir, annotations=Path(snapshot) / PHANTOMS) if first else None
     bars = Bars()
     try:
         with reporting(args.status, phase=args.phase, progress=bars) as rep, stoppable(rep.status):
             # SIGTERM (the sidebar's Stop) or the app's server exiting: stop cleanly
             report = build_demo(args.store or paths.demo_store(), model_path=model, data_dir=data_dir,
-                                config=_phantom_config(args), progress=rep, fresh=args.fresh,
+                                config=config, progress=rep, fresh=args.fresh, data=data,
                                 stages=[*first, *demo_stages(phase="quick")] if quick else None,
                                 extra_models=extra,
                                 prediction_cache=None if args.recompute_predictions else cache,
