@@ -11,8 +11,10 @@ show their charts with a count (n) and none says the store lacks its evidence. W
 it then watches the background build through its status file, the way the sidebar does, recording
 when each step of each round starts, and when each model's first look and full evidence are
 complete, until the build finishes (``evidence_built_at`` in the store). Nothing else should run
-on the machine meanwhile. Results go to ``benchmarks/results/fresh-start.json`` (of the checkout
-that runs the script).
+on the machine meanwhile, unless ``--busy N`` asks for it: N processes spinning on a core each from
+``make app`` to the first chart (the issue's "2 busy cores": ``--busy 2``), the load averages
+recorded. Results go to ``benchmarks/results/fresh-start.json`` (of the checkout that runs the
+script).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from cxrxai.cli.bench import machine
@@ -164,6 +167,18 @@ def _stop_build(store: Path) -> None:
     background.stop(store, wait_s=60.0)
 
 
+@contextmanager
+def _busy(n: int):
+    """``n`` processes spinning on a core each while the block runs: a machine busy with other work."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/cxrxai-fresh"))
@@ -172,6 +187,8 @@ def main(argv=None) -> int:
                     help="then open every Explanations page for every model, timing when all are complete")
     ap.add_argument("--evidence", action="store_true", help="also time the background evidence build to its end")
     ap.add_argument("--limit-h", type=float, default=6.0, help="give up on the evidence after this many hours")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="N processes spinning from `make app` to the first chart (a busy machine)")
     args = ap.parse_args(argv)
     if args.workdir.exists():
         shutil.rmtree(args.workdir)
@@ -187,9 +204,11 @@ def main(argv=None) -> int:
     app = subprocess.Popen(["make", "app"], cwd=args.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
                            start_new_session=True)
     try:
-        wait_healthy(f"http://127.0.0.1:{args.port}", 900)
-        result["server_answers_s"] = round(time.monotonic() - t0, 1)
-        result.update(_first_chart(args.port, t0))
+        with _busy(args.busy):
+            wait_healthy(f"http://127.0.0.1:{args.port}", 900)
+            result["server_answers_s"] = round(time.monotonic() - t0, 1)
+            result.update(_first_chart(args.port, t0))
+            result["busy"] = {"spinning": args.busy, "load_average": [round(x, 1) for x in os.getloadavg()]}
         if args.pages:
             result["evidence_pages"] = _evidence_pages(args.port, t0)
         if args.evidence:
