@@ -9,6 +9,7 @@ change together when the keying does.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import hashlib
 import os
@@ -65,7 +66,11 @@ STORE_BOX = "store_box"
 # --------------------------------------------------------------------------- store
 @st.cache_resource(show_spinner=False)
 def _open(path: str) -> Store:
-    return open_store(path)
+    store = open_store(path)
+    # Closed when the server exits, before the interpreter's teardown: DuckDB's bindings (nanobind)
+    # report every connection still open then as a leak, a page of "nanobind: leaked ..." lines.
+    atexit.register(store.close)
+    return store
 
 
 def store_path() -> str:
