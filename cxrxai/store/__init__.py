@@ -8,7 +8,7 @@ Usage::
     store = open_store("data_cache/demo.duckdb")         # read-only; refresh() picks up new versions
 """
 
-from ._queries import StoredMap
+from ._map_queries import StoredMap
 from ._reader import Store, open_store
 from ._roots import reroot_dataset, reroot_model
 from ._schema import CAM_ONLY_META, LOCALIZATION_KEY, SCHEMA_VERSION
