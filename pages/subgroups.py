@@ -7,6 +7,7 @@ import streamlit as st
 
 from cxrxai import reports
 from cxrxai.present import viz
+from cxrxai.summaries.predictions import split_note
 from pages import _common as ui
 
 GROUPINGS = ["sex", "age_bin", "sex × age_bin"]
@@ -25,6 +26,7 @@ by = ["sex", "age_bin"] if grouping == "sex × age_bin" else [grouping]
 rate = c2.radio("Rate", RATES, horizontal=True, key=_kept("rate", RATES), format_func=str.upper)
 ci = c3.radio("Interval", INTERVALS, horizontal=True, key=_kept("ci", INTERVALS))
 
+st.caption(split_note(store, model_id))  # a store precomputed with --split all is not read as all
 rates = ui.try_report(store, "subgroup-tpr", model_id, by=by, ci=ci)
 if rates is not None and not rates.empty:
     event = ui.chart(viz.rate_bars(rates, by, rate=rate), key="rate_chart", select=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..present import gallery, viz
+from ..summaries.hints import THRESHOLDS_FILL
 from ._views import Context, Figure, Gallery, Missing, Table, Text, View, section
 
 __all__ = ["HUMAN_BENCHMARK", "PERFORMANCE", "RANKING", "RATES", "SHORTCUT", "TRUST", "comparison_view",
@@ -108,8 +109,7 @@ def performance_section(ctx: Context) -> list:
 def _thresholds(ctx: Context) -> str:
     t = ctx.store.thresholds(ctx.model_id)
     if t.empty:
-        return ("none stored: TPR and FPR are not defined; choose them on a validation split (`python -m "
-                "cxrxai precompute … --split all`) or import them (`import-predictions --thresholds`)")
+        return f"none stored: TPR and FPR are not defined; {THRESHOLDS_FILL}"
     return "; ".join(f"{r.label} {r.threshold:.4g} ({r.method}{', ' + str(r.split) if r.split else ''})"
                      for r in t.itertuples())
 

@@ -12,7 +12,7 @@ from ..store import Store, main_rows
 from ..summaries import fill_hint, will_come
 from ..summaries.cases import with_metrics
 
-__all__ = ["localization_cases", "need", "require_metrics", "second_readers", "with_metrics"]
+__all__ = ["labels_only", "localization_cases", "need", "require_metrics", "second_readers", "with_metrics"]
 
 SLICES = ("true_positive", "positive", "all")
 
@@ -24,6 +24,18 @@ def need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | 
         yet = " yet" if will_come(store, table, model_id) else ""
         raise StoreError(f"{whose} no {what}{yet} (table {table}); {fill_hint(store, table, model_id)}")
     return df
+
+
+def labels_only(model_id: str) -> str:
+    """Why ``model_id``'s scored maps have no positive case: no ground-truth region anywhere (a
+    dataset of labels only), and what would give it one."""
+    return (
+        f"model {model_id!r} has maps scored against no ground-truth region: the dataset has no box or "
+        "mask for any finding of its scored maps (labels only), and localization needs regions. Use a "
+        "dataset with boxes or masks (NIH's BBox_List_2017.csv, CheXlocalize, SIIM, RSNA, VinDr) or "
+        "give the folder adapter a boxes CSV (`python -m cxrxai precompute --dataset folder ... "
+        "--data-option boxes_csv=FILE`)"
+    )
 
 
 def _never_scored(df: pd.DataFrame, store: Store, model_id: str, name: str) -> bool:
@@ -110,14 +122,18 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         loc = main_rows(loc, store.default_settings(model_id))
     elif params_key != "*":
         loc = loc[loc.params_key == params_key]
-    loc = _sliced(loc, slice_)
-    if loc.empty:
+    sliced = _sliced(loc, slice_)
+    if sliced.empty:
+        if not loc["gt_positive"].fillna(False).astype(bool).any():
+            raise StoreError(labels_only(model_id))
+        wider = " or ".join(f"slice={s}" for s in SLICES[SLICES.index(slice_) + 1:])
         raise StoreError(
             f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
             + (f" of {method!r}" if method else "")
-            + " (table localization); choose slice=positive or "
-            f"slice=all; for more cases, {fill_hint(store, 'localization', model_id)}"
+            + f" (table localization); choose {wider}; for more cases, "
+            f"{fill_hint(store, 'localization', model_id)}"
         )
+    loc = sliced
     imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split"])
     return loc.merge(imgs, on="image_id", how="left")
 

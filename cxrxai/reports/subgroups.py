@@ -14,6 +14,7 @@ from ..labels import NO_FINDING
 from ..metrics import fairness, group_means
 from ..store import Store
 from ..summaries import prediction_table
+from ..summaries.hints import THRESHOLDS_FILL
 from ._cases import localization_cases, require_metrics
 from ._registry import report
 
@@ -69,9 +70,7 @@ def require_decisions(table: pd.DataFrame, model_id: str) -> pd.DataFrame:
     if decided.empty:
         raise StoreError(f"model {model_id!r} has no decision on these {table.image_id.nunique():,} images: "
                          f"no threshold for any of {', '.join(table.label.unique())} (table thresholds) or "
-                         "no ground truth; thresholds are chosen on a validation split with both classes "
-                         "(`python -m cxrxai precompute ... --split all`) or imported (`python -m cxrxai "
-                         "import-predictions ... --thresholds Threshold.csv`)")
+                         f"no ground truth (table labels). Thresholds: {THRESHOLDS_FILL}")
     return decided
 
 
@@ -117,9 +116,7 @@ def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", 
         missing = ("threshold (table thresholds)" if nf.predicted.isna().all()
                    else "ground truth (table labels)")
         raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these "
-                         f"{nf.image_id.nunique():,} images; import thresholds with `python -m cxrxai "
-                         "import-predictions ... --thresholds Threshold.csv`, or predict a validation split "
-                         "with both classes so one can be chosen")
+                         f"{nf.image_id.nunique():,} images. Thresholds: {THRESHOLDS_FILL}")
     require_groups(store, nf.dropna(subset=["predicted", "ground_truth"]), by,
                    f"model {model_id!r}'s No Finding under/overdiagnosis")
     return fairness.underdiagnosis(table, by)

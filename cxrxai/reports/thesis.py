@@ -15,7 +15,7 @@ from ..errors import StoreError, UnknownNameError
 from ..explain import setting_names
 from ..metrics import registry as metric_registry
 from ..store import SWEEP_PLAN_META, Store
-from ._cases import localization_cases, need, require_metrics, with_metrics
+from ._cases import labels_only, localization_cases, need, require_metrics, with_metrics
 from ._registry import report
 
 __all__ = ["CLOCKS", "explainer_ranking", "explainer_table", "fidelity_summary", "map_timing",
@@ -105,13 +105,7 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
 def _nothing_to_rank(loc: pd.DataFrame, model_id: str, metric: str, slice_: str) -> str:
     """Why no explainer could be ranked: no ground-truth region at all, or none in this slice."""
     if not loc["gt_positive"].fillna(False).astype(bool).any():
-        return (
-            f"model {model_id!r} has maps scored against no ground-truth region: the dataset has no box or "
-            "mask for any finding of its scored maps (labels only), and localization needs regions. Use a "
-            "dataset with boxes or masks (NIH's BBox_List_2017.csv, CheXlocalize, SIIM, RSNA, VinDr) or "
-            "give the folder adapter a boxes CSV (`python -m cxrxai precompute --dataset folder ... "
-            "--data-option boxes_csv=FILE`)"
-        )
+        return labels_only(model_id)
     return (
         f"model {model_id!r} has no {slice_.replace('_', '-')} case with a finite {metric} for any "
         "explainer; try --option slice=positive or another metric"

@@ -8,8 +8,17 @@ import json
 from ..store import CAM_ONLY_META, Store
 from ..store.status import BACKGROUND_ENV, background_mode, read_status
 
-__all__ = ["FILLED_BY", "cannot_have", "comparison_hint", "fill_command", "fill_hint", "resume_hint",
-           "will_come"]
+__all__ = ["FILLED_BY", "THRESHOLDS_FILL", "cannot_have", "comparison_hint", "fill_command", "fill_hint",
+           "resume_hint", "will_come"]
+
+#: How a model's missing thresholds get filled (a precompute of the test split alone has no
+#: validation predictions to choose them on): the end of every "no decision" sentence.
+THRESHOLDS_FILL = (
+    "give them in a CSV of label,threshold rows by running the precompute again with it: "
+    "`python -m cxrxai precompute ... --thresholds FILE` (or `python -m cxrxai import-predictions ... "
+    "--thresholds FILE`); or predict a validation split with both classes (`python -m cxrxai precompute "
+    "... --split all`) so they are chosen on it"
+)
 
 
 def fill_command(store: Store, what: str = "predictions") -> str:
@@ -19,6 +28,8 @@ def fill_command(store: Store, what: str = "predictions") -> str:
         return "python -m cxrxai demo"
     if what == "predictions":
         return "python -m cxrxai precompute --model ... (or import-predictions --predictions preds.csv)"
+    if what == "thresholds":
+        return "python -m cxrxai precompute --model ... --thresholds FILE (a CSV of label,threshold rows)"
     extra = {
         "trust": " --analyses trust",
         "fidelity": " --analyses fidelity",

@@ -14,7 +14,7 @@ from ..store import Store
 from .hints import fill_command
 
 __all__ = ["ALL", "cohort_table", "label_table", "model_performance", "prediction_table", "resolve_split",
-           "roc_table", "split_choices"]
+           "roc_table", "split_choices", "split_note"]
 
 #: The split name that means "every image with a prediction of the model".
 ALL = "all"
@@ -41,6 +41,29 @@ def split_choices(store: Store, model_id: str) -> dict[str, int]:
     usual = ("test", "val", "train")
     order = [s for s in usual if s in have] + [s for s in have if s not in usual]
     return {**{s: have[s] for s in order}, ALL: sum(have.values())}
+
+
+def split_note(store: Store, model_id: str, split: str | None = None) -> str:
+    """A caption naming the images a view of ``split`` evaluates (:func:`resolve_split`: a report's
+    default is the test split where ``model_id`` has one), how many of its predicted images that is,
+    and the splits left out — so a store precomputed with ``--split all`` is not read as all.
+
+    ``"Evaluated on the test split: 4 of the 8 images with predictions of m (not counted: val 4)…"``
+    """
+    have = store.prediction_splits(model_id)
+    total = sum(have.values())
+    used = resolve_split(store, model_id, split)
+    if used is None:
+        listing = ", ".join(f"{s} {n:,}" for s, n in have.items())
+        return f"Evaluated on every image with a prediction of {model_id}: {total:,} ({listing})."
+    others = ", ".join(f"{s} {n:,}" for s, n in have.items() if s != used)
+    head = (f"Evaluated on the {used} split: {have.get(used, 0):,} of the {total:,} images with predictions "
+            f"of {model_id}")
+    if not others:
+        return head + "."
+    why = (" — reports evaluate the test split where there is one (thresholds are chosen on val)"
+           if split is None else "")
+    return f"{head} (not counted: {others}){why}."
 
 
 def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
