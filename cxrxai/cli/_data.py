@@ -123,6 +123,9 @@ def _precompute(args) -> int:
                             thresholds=thresholds, fresh=args.fresh, model_path=weights)
     finally:
         bars.close()
+    source = model.spec.card.get("labels_source", "")
+    if source and not source.startswith("labels="):  # not typed by the user: say where they were read
+        print(f"labels of {model.spec.name} read from {source}", file=sys.stderr)
     _print_label_matches(report["labels"], model.spec.name, tables.name)
     print(json.dumps(report, indent=1, default=str))
     return 0

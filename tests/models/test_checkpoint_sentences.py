@@ -120,3 +120,22 @@ def test_without_trust_pickle_the_message_names_the_flag_and_has_no_colour_codes
     assert "--trust-pickle" in text and "trust_pickle=True" in text
     assert "__main__.MainSigmoidNet" in text and "torch.save(model.state_dict(), " in text
     assert not ANSI.search(text)
+
+
+def test_precompute_says_where_a_checkpoints_labels_came_from(tmp_path, capsys, monkeypatch):
+    from PIL import Image
+
+    from cxrxai.cli import main
+
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(tmp_path / "cache"))
+    films = tmp_path / "films"
+    films.mkdir()
+    for i in range(2):
+        Image.new("L", (40, 40), 60 * i).save(films / f"f{i}.png")
+    (films / "meta.csv").write_text("path,split,Effusion\nf0.png,test,1\nf1.png,test,0\n")
+    path, _ = _lightning_ckpt(tmp_path, {"lr": 1e-4, "class_names": NAMES})
+    assert main(["precompute", "--dataset", "folder", "--root", str(films), "--data-option",
+                 f"csv={films / 'meta.csv'}", "--data-option", "labels=Effusion", "--model", f"resnet18:{path}",
+                 "--input-size", "32", "--store", str(tmp_path / "s.duckdb"), "--explainers", "gradcam"]) == 0
+    said = capsys.readouterr().err
+    assert f"labels of epoch=4-step=2000 read from {path}: hyper_parameters['class_names']" in said
