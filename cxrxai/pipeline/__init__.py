@@ -8,7 +8,10 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
 * :mod:`.predict` — predictions and thresholds;
 * :mod:`.maps` — stored saliency maps (CAMs for every image × label, sampled costly explainers,
   the thesis's occlusion sweep), planned from the explainer registry;
-* :mod:`.scoring` — localization, second readers, baselines and geometry against ground truth;
+* :mod:`.truth` — each case's ground-truth masks at its image's size, read by the stages below;
+* :mod:`.scoring` — every stored map scored against ground truth (the localization table);
+* :mod:`.references` — what the maps are measured against: baselines and second readers;
+* :mod:`.lesion_geometry` — instances, size and shape of every ground-truth mask;
 * :mod:`.trust` — Arun et al.'s randomization/repeatability and the thesis's fidelity curves;
 * :mod:`.stages` — the stage registry (each stage registered where it is defined);
   :mod:`.plan` — :class:`BuildPlan`, a build's ordered stage names and every choice, given once;

@@ -86,7 +86,7 @@ def test_rescoring_a_store_with_nothing_missing_scores_nothing(store_copy, tiny_
 
 
 def _baselines(path, model_path) -> dict:
-    from cxrxai.pipeline.scoring import baseline_stage
+    from cxrxai.pipeline.references import baseline_stage
 
     with write_store(path) as w:
         ctx = BuildContext(w, "demo", load(model_path, device="cpu"), load_images=None)
@@ -122,7 +122,7 @@ def test_baselines_scored_for_some_cases_are_the_whole_stages_rows_of_those_case
     """A recomputation of a sample scores its cases only (``SCORED_IDS``; scoring every random map
     was the baselines check's cost): every other case's random map is drawn all the same, so each
     scored case gets the random map the whole stage gave it."""
-    from cxrxai.pipeline.scoring import SCORED_IDS, baseline_stage
+    from cxrxai.pipeline.references import SCORED_IDS, baseline_stage
 
     _, whole = _state(store_copy)
     whole = whole[whole.source == "baseline"].reset_index(drop=True)

@@ -27,8 +27,9 @@ from ...models.registry import load
 from ...store import LOCALIZATION_KEY
 from ..maps import MapPlan, cam_stage, map_units, run_units
 from ..predict import predictions_stage, thresholds_stage
+from ..references import SCORED_IDS
 from ..runner import Stage
-from ..scoring import SCORED_IDS, localization_stage
+from ..scoring import localization_stage
 from ..shortcut import ShortcutPlan, shortcut_stage
 from ..stages import get_stage
 from ..trust import TRUST_IG, TrustPlan, _fidelity_rows, _main_setting, _mean_image, trust_stage
@@ -244,9 +245,9 @@ def _whole(name: str) -> Callable[[Sampled], list[Stage]]:
 
 def _scored_sample(name: str) -> Callable[[Sampled], list[Stage]]:
     """The registered scoring stage ``name`` (the baselines, the second reader) scoring the sampled
-    cases only (:data:`~cxrxai.pipeline.scoring.SCORED_IDS`): the baselines' rows rest on every case
-    (the average training mask, the one random stream drawn in the cases' order), but scoring every
-    case was the check's cost (each random map's contours filled one by one)."""
+    cases only (:data:`~cxrxai.pipeline.references.SCORED_IDS`): the baselines' rows rest on every
+    case (the average training mask, the one random stream drawn in the cases' order), but scoring
+    every case was the check's cost (each random map's contours filled one by one)."""
     def stages(s: Sampled) -> list[Stage]:
         stage = _registered(name)
 
