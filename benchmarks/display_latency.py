@@ -4,8 +4,8 @@
 
 Display clicks (map on/off, opacity, floor, top-k, colour map, window/level) act in the film
 component (``pages/_film_view.py``) without the server. Timed from the click's event to the
-film redrawn (the browser's own clock: the event's timestamp to the frame after the canvas is
-painted and Plotly restyled), cycling through the controls, zoomed in, and the axis ranges are
+film redrawn (the browser's own clock: the event's timestamp to the frame with the canvas
+painted and the map's layers shown), cycling through the controls, zoomed in, and the axis ranges are
 checked unchanged after every click. Films: synthetic ones at the display's full size
 (``film.DISPLAY_SIDE`` square) and at the demo's (``DEMO_SIDE``), a signed map, the component page
 opened on its own, and, with ``--store``, the explorer's first case served by the app

@@ -6,8 +6,9 @@ while a live map computes.
 Serves the app (``streamlit run app.py``, the background build off) on the store, opens the
 explorer in Debian's Chromium (Playwright) and times, ``--clicks`` times each:
 
-- display: the film's own "Map" toggle (``pages/_film_view.py``: it acts in the browser), from the
-  click's event to the film repainted (the browser's clock, ``window.filmStats.lastMs``);
+- display: the film's own "Map" toggle and its "Colour map" (``pages/_film_view.py``: both act in
+  the browser, Plotly draws nothing), from the input event to the frame with the film painted (the
+  browser's clock, ``window.filmStats.lastMs``);
 - data clicks, from the click to the next film drawn (a new figure from the server: the film's
   ``window.filmStats.rev`` changes): another finding (the "Finding" picker), another case (a row
   of the case grid, and the Previous/Next case buttons where the explorer has them) and another
@@ -141,14 +142,35 @@ def _timed_data_click(page, act) -> float:
     return _wait_film(page, before) - t0
 
 
-def _display_click(page) -> float:
-    """Seconds from a click on the film's Map toggle to the film repainted (the browser's clock)."""
+#: The colour maps the colour-map clicks alternate between
+COLOUR_MAPS = ("inferno", "jet")
+
+
+def _display_click(page, control: str = "show_map") -> float:
+    """Seconds from an input on the film's Map toggle (``show_map``) or Colour map (``colormap``: the
+    one of :data:`COLOUR_MAPS` not shown) to the film painted (the browser's clock)."""
     frame = _frame(page)  # one that has drawn its film (another explainer's controls mount a new one)
     frame.wait_for_function("window.filmStats && window.filmStats.applied > 0", timeout=120_000)
     before = frame.evaluate("window.filmStats.applied")
-    frame.locator("#show_map").click()
+    if control == "colormap":
+        other = COLOUR_MAPS[1] if frame.locator("#colormap").input_value() == COLOUR_MAPS[0] else COLOUR_MAPS[0]
+        frame.locator("#colormap").select_option(other)
+    else:
+        frame.locator(f"#{control}").click()
     frame.wait_for_function(f"window.filmStats.applied > {before}", polling=5, timeout=30_000)
     return frame.evaluate("window.filmStats.lastMs") / 1000
+
+
+def _display(page, clicks: int) -> dict:
+    """The Map toggle and the colour map, ``clicks`` times each, a pause between clicks."""
+    results = {}
+    for name, control in (("display: Map toggle", "show_map"), ("display: colour map", "colormap")):
+        times = []
+        for _ in range(clicks):
+            times.append(_display_click(page, control))
+            page.wait_for_timeout(100)
+        results[name] = _summary(times)
+    return results
 
 
 def _picks(page, label: str, choices: list[str], clicks: int) -> list[float]:
@@ -256,7 +278,7 @@ def _findings(page) -> list[str]:
 
 def _idle(page, clicks: int, explainers: list[str]) -> dict:
     """Each kind of click, ``clicks`` times, with nothing computing."""
-    results = {"display: Map toggle": _summary([_display_click(page) for _ in range(clicks)])}
+    results = _display(page, clicks)
     print(results, flush=True)
     page.wait_for_timeout(SETTLE_MS)  # the film's settings sent to the server, and that rerun done
     results["data: finding"] = _summary(_picks(page, "Finding", _findings(page), clicks))
@@ -330,7 +352,7 @@ def main() -> None:
     args = parser.parse_args()
     with explorer_session(args.store, args.port) as (_, page):
         if args.layouts_only:
-            results = {"display: Map toggle": _summary([_display_click(page) for _ in range(args.clicks)])}
+            results = _display(page, args.clicks)
         else:
             results = _idle(page, args.clicks, args.explainers.split(","))
         results |= _layouts(page, args.port, args.clicks, results["display: Map toggle"]["median_s"])

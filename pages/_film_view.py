@@ -2,19 +2,21 @@
 
 ``st.plotly_chart`` mounts a new chart whenever its figure changes (zoom lost) and every display
 click went through the server (0.5–1 s). The component (``pages/_film_component/``: a static
-``index.html`` and ``film.js``, no build step) draws :func:`cxrxai.present.film.film_figure`'s
+``index.html`` and its scripts, no build step) draws :func:`cxrxai.present.film.film_figure`'s
 figure with Plotly and has its own controls for map on/off, Otsu contour, opacity, floor, top-k,
 colour map and window/level: it re-blends the film from
 :func:`cxrxai.present.film_view.browser_film`'s data (only what a click changes) and paints it on
-a canvas kept under Plotly's plot area, in line with its axes (``canvas.js``), so the zoom stays
-and Plotly redraws nothing but the map's layers (a restyle). The toolbar's camera exports the
-figure with the film as shown. Its settings come back to Python 0.6 s after the last
-click (the PNG export is what is on screen); that rerun sends the same figure, which the browser
-does not draw again. A new map or case (a data click) goes through the server as before.
+a canvas kept under Plotly's plot area, in line with its axes (``canvas.js``), so the zoom stays;
+the map's colour bar and contour are hidden or recoloured where Plotly drew them (``layers.js``),
+so Plotly draws nothing for a display click and the film does not move. The toolbar's camera
+exports the figure with the film as shown. Its settings come back to Python 0.6 s after the last
+click (the PNG export is what is on screen; the next case opens with them); that rerun sends the
+same figure, which the browser does not draw again. A new map or case (a data click) goes through
+the server as before.
 
 Plotly.js is the installed ``plotly`` package's own ``plotly.min.js`` (no CDN, no copy in the
 repository): the component's directory is assembled once under the home's cache
-(``components/film-<digest>/``), from the shipped ``index.html`` and ``film.js`` and that file,
+(``components/film-<digest>/``), from the shipped files (:data:`FILES`) and that one,
 since Streamlit serves a component only from one directory.
 """
 
@@ -31,7 +33,7 @@ from cxrxai.present.film_view import TOP_K, browser_films
 from pages._component_dir import assembled
 
 SOURCE = Path(__file__).parent / "_film_component"
-FILES = ("index.html", "blend.js", "canvas.js", "film.js")
+FILES = ("index.html", "blend.js", "canvas.js", "layers.js", "film.js")
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 #: What Plotly's toolbar does in the component (as ``ui.chart``: PNG export offline, no logo).
 CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}

@@ -93,15 +93,20 @@ function follow() {
 }
 
 // The figure as shown: each film's picture (the server's image trace with its canvas's picture),
-// the map's layers as Plotly has them, the current zoom of every axis, the colours
+// the map's layers as the settings show them (layers.js), the current zoom of every axis, the colours
 function exportFigure() {
-  const full = gd._fullLayout, data = [...gd.data];
+  const full = gd._fullLayout, data = [...gd.data], m = mapLayers(settings);
+  m.indices.forEach((k, at) => {
+    if (!m.visible[at]) data[k] = hiddenLayer(data[k]);
+  });
   for (const film of shown.films) {
     data[film.trace] = {...shown.figure.data[film.trace], source: film.picture.toDataURL("image/png"),
       zsmooth: film.smooth ? "fast" : false};
   }
+  // the screen's margins: a colour bar hidden with the map keeps its space there (layers.js)
+  const {l, r, t, b, p} = full._size;
   const layout = {...gd.layout, paper_bgcolor: shown.paper, plot_bgcolor: shown.plot, width: full.width,
-    height: full.height};
+    height: full.height, margin: {l, r, t, b, pad: p, autoexpand: false}};
   for (const name of Object.keys(full).filter((k) => /^[xy]axis\d*$/.test(k))) {
     layout[name] = {...gd.layout[name], range: [...full[name].range]};
   }

@@ -4,10 +4,10 @@
 // (canvas.js keeps it in line with the axes), so the colour bar, the scored contours, the readers'
 // outlines, the titles and hover stay Plotly's, above it. A display click re-blends every film with
 // the server's arithmetic (blend.js: only the stages the click changes, into one ImageData per
-// film) and paints the canvases; only map on/off, contour and colour map touch Plotly, as a
-// restyle of those layers (the zoom stays). One set of controls acts on every film. The toolbar's
-// camera exports the figure with the films as shown. The settings go back to Python (debounced)
-// for the server's PNG download.
+// film) and paints the canvases; map on/off, contour and colour map hide or recolour the map's
+// layers Plotly drew (layers.js: no Plotly redraw, the zoom and the film's place stay). One set of
+// controls acts on every film. The toolbar's camera exports the figure with the films as shown.
+// The settings go back to Python (debounced) for the server's PNG download and the next figure.
 "use strict";
 
 const SETTLE_MS = 600; // the settings reach Python this long after the last display click
@@ -15,10 +15,10 @@ const ids = ["show_map", "otsu", "alpha", "floor", "top_k", "colormap", "lo", "h
 const controls = Object.fromEntries(ids.map((id) => [id, document.getElementById(id)]));
 let shown = null; // {rev, figure, payload, config, paper, plot, films: [{trace, xaxis, yaxis, draw, …}]}
 let settings = null;
-let layersShown = ""; // the map layers' visibility and colour scale Plotly has
 let argsSettings = ""; // the settings Python last sent (applied only when they change)
 let lastSent = ""; // the settings this component last sent to Python
 let settleTimer = null;
+let layersFollowed = false;
 let clickedAt = null;
 let inputAt = null; // Date.now() of the last display click
 // applied: films drawn; lastMs: a click to its drawing; values: for each value sent to Python, the
@@ -48,26 +48,18 @@ function mapLayers(s) {
   return {indices, visible, bars: layers.bar, colorscale: bars[s.colormap]};
 }
 
-// The figure's traces as drawn: no pictures (the canvases show the films; an empty trace on the
-// same axes in each one's place keeps the indices, and Plotly never decodes or redraws a picture),
-// the map's layers as the settings say
+// The figure's traces as Plotly draws them: no pictures (the canvases show the films; an empty
+// trace on the same axes in each one's place keeps the indices, and Plotly never decodes or redraws
+// a picture), every map layer (layers.js hides those the settings leave out), the colour bar in the
+// settings' colour map
 function traces(s) {
   const m = mapLayers(s), films = new Set(shown.films.map((f) => f.trace));
   return shown.figure.data.map((trace, k) => {
     const t = films.has(k) ? {type: "scatter", x: [], y: [], hoverinfo: "skip", showlegend: false,
       xaxis: trace.xaxis, yaxis: trace.yaxis} : {...trace};
-    const at = m.indices.indexOf(k);
-    if (at >= 0) t.visible = m.visible[at];
     if (m.bars.includes(k)) t.marker = {...t.marker, colorscale: m.colorscale};
     return t;
   });
-}
-
-// The map's layers brought to the settings with restyles (no layout change: the zoom stays)
-async function restyleLayers(s) {
-  const m = mapLayers(s);
-  if (m.indices.length) await Plotly.restyle(gd, {visible: m.visible}, m.indices);
-  if (m.bars.length) await Plotly.restyle(gd, {"marker.colorscale": m.bars.map(() => m.colorscale)}, m.bars);
 }
 
 async function apply(fresh) {
@@ -78,28 +70,40 @@ async function apply(fresh) {
     film.picture.getContext("2d").putImageData(film.image, 0, 0);
   }
   const t1 = performance.now();
-  const layers = JSON.stringify([s.show_map, s.otsu, s.colormap]);
   if (fresh) {
     const {layout} = shown.figure;
     // the figure's backgrounds are drawn by the page and the canvas, under Plotly's transparent ones
     await Plotly.react(gd, traces(s), {...layout, paper_bgcolor: CLEAR, plot_bgcolor: CLEAR}, shown.config);
     follow();
-  } else if (layers !== layersShown) {
-    await restyleLayers(s);
+    followLayers();
   }
-  layersShown = layers;
+  showLayers(mapLayers(s));
   const t2 = performance.now();
   paint();
   const redone = shown.films[0].draw.redone.join("+") || "none";
+  // plotly: a new figure drawn by Plotly, then the map's layers shown
   window.filmStats.parts = {blend: t1 - t0, plotly: t2 - t1, paint: performance.now() - t2, redone};
-  requestAnimationFrame(() => {
-    window.filmStats.applied += 1;
-    window.filmStats.rev = shown.rev; // which film is drawn (a data click draws another)
-    if (clickedAt !== null) window.filmStats.lastMs = performance.now() - clickedAt;
-    if (fresh) window.filmStats.marks.drawn = wall();
-    clickedAt = null;
-    document.body.dataset.applied = String(window.filmStats.applied);
-    post("streamlit:setFrameHeight", {height: document.body.scrollHeight});
+  // counted in the first task after the next frame (a frame callback runs before its paint): a
+  // click's lastMs runs from its event to the film painted
+  requestAnimationFrame(() => setTimeout(drawn, 0, fresh));
+}
+
+function drawn(fresh) {
+  window.filmStats.applied += 1;
+  window.filmStats.rev = shown.rev; // which film is drawn (a data click draws another)
+  if (clickedAt !== null) window.filmStats.lastMs = performance.now() - clickedAt;
+  if (fresh) window.filmStats.marks.drawn = wall();
+  clickedAt = null;
+  document.body.dataset.applied = String(window.filmStats.applied);
+  post("streamlit:setFrameHeight", {height: document.body.scrollHeight});
+}
+
+// After every Plotly redraw (a zoom, a legend click), the map's layers as the settings say
+function followLayers() {
+  if (layersFollowed) return;
+  layersFollowed = true;
+  gd.on("plotly_afterplot", () => {
+    if (shown !== null) showLayers(mapLayers(settings));
   });
 }
 
@@ -138,6 +142,7 @@ function onInput(event) {
   requestAnimationFrame(() => apply(false));
   clearTimeout(settleTimer);
   settleTimer = setTimeout(() => {
+    settleTimer = null;
     lastSent = JSON.stringify(settings);
     post("streamlit:setComponentValue", {value: settings, dataType: "json"});
   }, SETTLE_MS);
@@ -171,13 +176,16 @@ function render(args) {
     (v) => (v === 100 ? "all" : `top ${v} %`));
   options(controls.colormap, Object.keys(args.payload.luts), (v) => v);
   // Python's settings are the component's own value coming back (ignored: the user may have
-  // clicked since) or new ones (a map of another kind opens at its own floor).
+  // clicked since) or new ones (a map of another kind opens at its own floor). Clicks not sent yet
+  // (a case clicked within SETTLE_MS of them) are newer than Python's: kept, and sent as due.
   const sent = JSON.stringify(args.settings);
   let changed = false;
   if (sent !== argsSettings) {
     argsSettings = sent;
     if (sent !== lastSent) {
-      settings = {...args.settings};
+      const kind = settings && args.settings.kind !== settings.kind;
+      const floor = kind ? {kind: args.settings.kind, floor: args.settings.floor} : {};
+      settings = settleTimer === null ? {...args.settings} : {...settings, ...floor};
       changed = true;
     }
   }

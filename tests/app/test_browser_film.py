@@ -20,9 +20,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RANGES = "() => { const l = document.getElementById('film')._fullLayout; return [l.xaxis.range, l.yaxis.range]; }"
 #: The film as shown (the canvas under the plot area, see pages/_film_component/canvas.js)
 SOURCE = "() => document.getElementById('canvas').toDataURL()"
-LAYERS = """() => { const gd = document.getElementById('film'), k = gd._fullData;
-  return k.filter((t) => t.marker && t.marker.showscale || t.name && t.name.startsWith('Otsu'))
-          .map((t) => t.visible); }"""
+#: Whether each of the map's layers is drawn: the colour bar, the scored contour (layers.js hides
+#: them on the page, Plotly keeps them)
+LAYERS = """() => { const gd = document.getElementById('film');
+  const bars = [...gd.querySelectorAll('.colorbar')].map((e) => getComputedStyle(e).visibility !== 'hidden');
+  const contour = [...gd.querySelectorAll('.scatterlayer .trace')]
+    .filter((g) => g.__data__[0].trace.name.startsWith('Otsu'))
+    .map((g) => getComputedStyle(g).display !== 'none');
+  return [...bars, ...contour]; }"""
 
 
 def film_frame(page, timeout_ms: int = 120_000):
