@@ -12,7 +12,10 @@ so Plotly draws nothing for a display click and the film does not move. The tool
 exports the figure with the film as shown. Its settings come back to Python 0.6 s after the last
 click (the PNG export is what is on screen; the next case opens with them); that rerun sends the
 same figure, which the browser does not draw again. A new map or case (a data click) goes through
-the server as before.
+the server as before. The last zoom is kept in the tab (``zoom.js``, under the component's key):
+another map of the same case opens at it, even in a new frame (Streamlit mounts one when the
+explainer's controls change), and with "Keep zoom" (PACS' linked views) another case opens on the
+same film-relative region.
 
 Plotly.js is the installed ``plotly`` package's own ``plotly.min.js`` (no CDN, no copy in the
 repository): the component's directory is assembled once under the home's cache
@@ -33,7 +36,7 @@ from cxrxai.present.film_view import TOP_K, browser_films
 from pages._component_dir import assembled
 
 SOURCE = Path(__file__).parent / "_film_component"
-FILES = ("index.html", "blend.js", "canvas.js", "layers.js", "film.js")
+FILES = ("index.html", "blend.js", "canvas.js", "layers.js", "zoom.js", "film.js")
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 #: What Plotly's toolbar does in the component (as ``ui.chart``: PNG export offline, no logo).
 CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -54,7 +57,7 @@ def browser_settings(value: dict | None, kind: str, floor: float) -> dict:
     """The settings the component shows: its last value, else the opening ones; the floor starts
     at the map kind's default (``floor``) whenever the kind changes."""
     start = {"kind": kind, "show_map": True, "otsu": True, "alpha": 0.6, "floor": floor, "top_k": TOP_K[0],
-             "colormap": "jet", "lo": 0, "hi": 255}
+             "colormap": "jet", "lo": 0, "hi": 255, "keep_zoom": False}
     if not value:
         return start
     if value.get("kind") != kind:
@@ -92,4 +95,4 @@ def film_view(fig, payload: dict | list[dict], settings: dict, *, key: str) -> N
     each of its films) with ``settings`` (:func:`browser_settings` of ``st.session_state[key]``,
     the component's value: its last settings are already there when its own rerun starts); one set
     of display controls acts on every film of the figure."""
-    _component()(**component_args(fig, payload, settings), key=key, default=None)
+    _component()(**component_args(fig, payload, settings), zoom_key=key, key=key, default=None)

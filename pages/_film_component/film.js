@@ -8,10 +8,12 @@
 // layers Plotly drew (layers.js: no Plotly redraw, the zoom and the film's place stay). One set of
 // controls acts on every film. The toolbar's camera exports the figure with the films as shown.
 // The settings go back to Python (debounced) for the server's PNG download and the next figure.
+// A new figure opens at the last zoom where it shows the same case(s), or with "Keep zoom" any
+// (zoom.js: kept in the tab, so a frame Streamlit mounts anew has it too).
 "use strict";
 
 const SETTLE_MS = 600; // the settings reach Python this long after the last display click
-const ids = ["show_map", "otsu", "alpha", "floor", "top_k", "colormap", "lo", "hi"];
+const ids = ["show_map", "otsu", "alpha", "floor", "top_k", "colormap", "lo", "hi", "keep_zoom"];
 const controls = Object.fromEntries(ids.map((id) => [id, document.getElementById(id)]));
 let shown = null; // {rev, figure, payload, config, paper, plot, films: [{trace, xaxis, yaxis, draw, …}]}
 let settings = null;
@@ -19,6 +21,8 @@ let argsSettings = ""; // the settings Python last sent (applied only when they 
 let lastSent = ""; // the settings this component last sent to Python
 let settleTimer = null;
 let layersFollowed = false;
+let zoomFollowed = false;
+let zoomKey = "film"; // the component's key: where its last view is kept (zoom.js)
 let clickedAt = null;
 let inputAt = null; // Date.now() of the last display click
 // applied: films drawn; lastMs: a click to its drawing; values: for each value sent to Python, the
@@ -71,17 +75,20 @@ async function apply(fresh) {
   }
   const t1 = performance.now();
   if (fresh) {
-    const {layout} = shown.figure;
+    // a copy: Plotly writes its zoom into the layout it is given (the figure's stays the full film);
     // the figure's backgrounds are drawn by the page and the canvas, under Plotly's transparent ones
+    const layout = structuredClone(shown.figure.layout);
     await Plotly.react(gd, traces(s), {...layout, paper_bgcolor: CLEAR, plot_bgcolor: CLEAR}, shown.config);
     follow();
     followLayers();
+    followZoom();
+    await openAtZoom();
   }
   showLayers(mapLayers(s));
   const t2 = performance.now();
   paint();
   const redone = shown.films[0].draw.redone.join("+") || "none";
-  // plotly: a new figure drawn by Plotly, then the map's layers shown
+  // plotly: a new figure drawn by Plotly (and any zoom carried to it), then the map's layers shown
   window.filmStats.parts = {blend: t1 - t0, plotly: t2 - t1, paint: performance.now() - t2, redone};
   // counted in the first task after the next frame (a frame callback runs before its paint): a
   // click's lastMs runs from its event to the film painted
@@ -105,6 +112,40 @@ function followLayers() {
   gd.on("plotly_afterplot", () => {
     if (shown !== null) showLayers(mapLayers(settings));
   });
+}
+
+// The axes' ranges as shown
+function shownRanges() {
+  const full = gd._fullLayout, ranges = {};
+  for (const name of Object.keys(shown.figure.layout).filter((k) => AXIS.test(k) && full[k])) {
+    ranges[name] = [...full[name].range];
+  }
+  return ranges;
+}
+
+function recordZoom() {
+  if (shown !== null) storeZoom(zoomKey, zoomRecord(shown.figure.layout, shownRanges()));
+}
+
+// Every zoom and pan recorded as the component's last view
+function followZoom() {
+  if (zoomFollowed) return;
+  zoomFollowed = true;
+  gd.on("plotly_relayout", recordZoom);
+}
+
+// A new figure at the last view where that is of the same case(s), or any with "Keep zoom"
+// (zoom.js; Plotly kept it already where this frame showed that case); the view it opens at
+// recorded as the last
+async function openAtZoom() {
+  const update = carriedZoom(storedZoom(zoomKey), shown.figure.layout, settings.keep_zoom);
+  const now = shownRanges();
+  const moved = update && Object.entries(update).some(([name, range]) => {
+    const axis = now[name.replace(".range", "")];
+    return !axis || range.some((v, i) => Math.abs(v - axis[i]) > SAME * Math.abs(axis[1] - axis[0]));
+  });
+  if (moved) await Plotly.relayout(gd, update); // recorded by followZoom
+  else recordZoom();
 }
 
 function showSettings() {
@@ -171,6 +212,7 @@ function open(args) {
 }
 
 function render(args) {
+  zoomKey = args.zoom_key || "film";
   const cuts = new Set(args.payload.films.flatMap((f) => Object.keys(f.cuts).map(Number)));
   options(controls.top_k, [100, ...[...cuts].sort((a, b) => b - a)],
     (v) => (v === 100 ? "all" : `top ${v} %`));
