@@ -1,6 +1,7 @@
-"""The reports grouped by sex, age bin or view (thesis Fig. 2 and 5, Seyyed-Kalantari et al.), and
-why a grouping has no group: an empty subgroup table always says which images lack the value,
-where the tool looked for it (the dataset's CSV, its DICOM headers) and how to supply it."""
+"""The reports grouped by sex, age bin, view, race or insurance (thesis Fig. 2 and 5, Seyyed-Kalantari
+et al.), and why a grouping has no group: an empty subgroup table always says which images lack the
+value, where the tool looked for it (the dataset's CSV, its DICOM headers, MIMIC-IV's admissions), how
+to supply it, and the groupings the images do have."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import StoreError
+from ..errors import StoreError, UnknownNameError
 from ..labels import NO_FINDING
 from ..metrics import fairness, group_means
 from ..store import Store
@@ -22,7 +23,15 @@ __all__ = ["explanation_auc_by_subgroup", "metric_by_subgroup", "no_group_reason
            "require_groups", "subgroup_tpr", "underdiagnosis"]
 
 #: Grouping column → the image field it is made from.
-_FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view"}
+_FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view", "race": "race",
+          "insurance": "insurance"}
+#: The groupings ``by=`` may name, listed (but ``age``, the raw years) when a store lacks one.
+GROUPINGS = ("sex", "age_bin", "view", "race", "insurance")
+#: Where race and insurance come from, quoted when a store has none.
+_FROM_ADMISSIONS = ("race and insurance are read from MIMIC-IV's admissions.csv(.gz) (its race column, "
+                    "ethnicity before MIMIC-IV 2.0, and insurance) by the mimic layout, no other layout "
+                    "carries them: load MIMIC-CXR with --data-option mimic_iv=DIR holding that file "
+                    "(directly or under hosp/), with `python -m cxrxai precompute` or `import-predictions`")
 
 
 def _columns(by: str | list[str]) -> list[str]:
@@ -75,14 +84,29 @@ def require_decisions(table: pd.DataFrame, model_id: str) -> pd.DataFrame:
 
 
 def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what: str) -> None:
-    """A :class:`StoreError` saying why, when no row of ``table`` has every ``by`` value."""
+    """An :class:`UnknownNameError` when ``by`` names no grouping; a :class:`StoreError` saying why,
+    per grouping, and which groupings the rows do have, when no row of ``table`` has every ``by`` value
+    (race and insurance: a store before schema v8 has no such column)."""
     cols = _columns(by)
-    if table.empty or len(table.dropna(subset=cols)):
+    for c in cols:
+        if c not in _FIELD:
+            raise UnknownNameError("grouping", c, GROUPINGS)
+    absent = [c for c in cols if c not in table.columns]
+    if not absent and (table.empty or len(table.dropna(subset=cols))):
         return
+    empty = absent + [c for c in cols if c in table.columns and table[c].isna().all()]
     ids = table["image_id"].unique()
-    lacking = [c for c in cols if table[c].isna().all()] or cols
+    have = [c for c in GROUPINGS if c in table.columns and table[c].notna().any()]
     raise StoreError(f"{what} has no group by {' × '.join(cols)}: "
-                     + "; ".join(no_group_reason(store, ids, c) for c in lacking))
+                     + "; ".join(_why_none(store, ids, c, c in empty) for c in empty or cols)
+                     + f"; groupings it has: {', '.join(have) or 'none'}")
+
+
+def _why_none(store: Store, ids, column: str, empty: bool) -> str:
+    """Why no image of ``ids`` has ``column`` (``empty``: none has it) and how to supply it."""
+    if empty and column in ("race", "insurance"):
+        return f"no image of this store records {column}: {_FROM_ADMISSIONS}"
+    return no_group_reason(store, ids, column)
 
 
 @report("subgroup-tpr", "thesis Fig. 2: TPR per finding by sex / age bin")

@@ -13,7 +13,7 @@ from ._sql import where as _where
 
 __all__ = ["CaseQueries"]
 
-_GROUPABLE = ("dataset", "split", "sex", "age_bin", "view")
+_GROUPABLE = ("dataset", "split", "sex", "age_bin", "view", "race", "insurance")
 
 _IMAGE_COLUMNS = (
     "image_id",
@@ -32,6 +32,10 @@ _IMAGE_COLUMNS = (
     "age_source",
     "view_source",
     "decode_note",
+    "race",
+    "insurance",
+    "race_source",
+    "insurance_source",
 )
 
 

@@ -89,9 +89,11 @@ class ModelQueries:
         where, params = _where(prefix="i.", split=split)
         where += (" AND " if where else " WHERE ") + "p.model_id = ?"
         params.append(model_id)
+        # race and insurance since schema v8: a store before has no such grouping
+        groups = "".join(f"i.{c}, " for c in ("race", "insurance") if self.images_have([c]))
         return self._arrow_df(
             f"""SELECT p.image_id, i.dataset, i.split, i.patient_id, i.sex, i.age, i.age_bin, i.view,
-                       p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,
+                       {groups}p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,
                        {decision_sql("p.prob", "t.threshold")} AS predicted
                 FROM predictions p
                 JOIN images i USING (image_id)

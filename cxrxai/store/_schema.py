@@ -203,7 +203,12 @@ _V7 = [
     "UPDATE maps SET timing = 'wall' WHERE seconds IS NOT NULL",
 ]
 
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+# Version 8: race and insurance per image (issue 41), the Underdiagnosis paper's other groupings, as
+# the source writes them (so far MIMIC-IV's admissions, joined by subject), with where each came from.
+_V8 = [f"ALTER TABLE images ADD COLUMN {c} VARCHAR"
+       for c in ("race", "insurance", "race_source", "insurance_source")]
+
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 #: Meta key: JSON ``{model_id: model it serves}`` of models a build gives predictions and

@@ -35,6 +35,7 @@ __all__ = ["StoreWriter", "params_key", "write_store"]
 _IMAGE_COLUMNS = [
     "image_id", "dataset", "path", "generator_key", "patient_id", "sex", "age", "age_bin", "view",
     "split", "width", "height", "sex_source", "age_source", "view_source", "decode_note",
+    "race", "insurance", "race_source", "insurance_source",
 ]
 _ANNOTATION_COLUMNS = [
     "image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h",

@@ -16,7 +16,7 @@ import pytest
 
 from cxrxai.cli import main
 from cxrxai.data.adapters import load_dataset
-from cxrxai.errors import DataError, StoreError
+from cxrxai.errors import DataError, StoreError, UnknownNameError
 from cxrxai.reports import run_report
 from cxrxai.store import open_store
 
@@ -233,3 +233,45 @@ def test_the_subgroups_page_shows_the_reason(sexless_store):
     shown = [m.value for m in [*at.info, *at.warning]]
     reason = re.compile(r"no image of dataset 'rsna' has a sex \(0 of \d+\).*headers_csv=FILE")
     assert any(reason.search(m) for m in shown), shown  # the page evaluates the test split: 0 of its images
+
+
+def test_a_grouping_the_store_lacks_names_the_ones_it_has_and_how_to_get_it(sexless_store, capsys):
+    with open_store(sexless_store) as store:
+        for by in ("race", "insurance"):
+            with pytest.raises(StoreError) as err:
+                run_report(store, "subgroup-tpr", "m", by=by, split="all")
+            text = str(err.value)
+            assert f"no image of this store records {by}" in text
+            assert "groupings it has: age_bin, view" in text  # no sex: the headers carry none
+            assert "admissions.csv" in text and "mimic_iv=" in text
+        with pytest.raises(UnknownNameError, match="grouping 'religion'; allowed: .*race.*insurance"):
+            run_report(store, "subgroup-tpr", "m", by="religion", split="all")
+    code = main(["report", "subgroup-tpr", "--store", str(sexless_store), "--option", "by=race",
+                 "--option", "split=all"])
+    out = capsys.readouterr()
+    assert code == 2 and "groupings it has: age_bin, view" in out.err and "KeyError" not in out.err
+
+
+def test_a_store_from_before_race_and_insurance_says_how_to_get_them(tmp_path):
+    import duckdb
+
+    from cxrxai.store._schema import MIGRATIONS
+
+    path = tmp_path / "v7.duckdb"
+    con = duckdb.connect(str(path))
+    for v in range(1, 8):
+        for ddl in MIGRATIONS[v]:
+            con.execute(ddl)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '7')")
+    con.execute("INSERT INTO datasets (dataset, source) VALUES ('old', 'nih')")
+    con.execute("INSERT INTO images (image_id, dataset, sex, split) VALUES ('a', 'old', 'F', 'test'), "
+                "('b', 'old', 'M', 'test')")
+    con.execute("INSERT INTO models (model_id, arch, labels, spec) VALUES ('m', 'x', ['Edema'], '{}')")
+    con.execute("INSERT INTO predictions VALUES ('m', 'a', 'Edema', 0.0, 0.7), ('m', 'b', 'Edema', 0.0, 0.2)")
+    con.execute("INSERT INTO thresholds (model_id, label, threshold, method) VALUES ('m', 'Edema', 0.5, 'f')")
+    con.execute("INSERT INTO labels VALUES ('a', 'Edema', 1), ('b', 'Edema', 0)")
+    con.close()
+    with open_store(path) as store:
+        assert len(run_report(store, "subgroup-tpr", "m", by="sex"))  # read as it is
+        with pytest.raises(StoreError, match="no image of this store records insurance.*groupings it has: sex"):
+            run_report(store, "subgroup-tpr", "m", by="insurance")

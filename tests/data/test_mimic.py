@@ -165,6 +165,89 @@ def test_missing_files_and_columns_name_the_file(tmp_path):
         _load(root, split="patient")
 
 
+# --------------------------------------------------------------------------- race and insurance
+
+#: MIMIC-IV 2.2's hosp/admissions.csv columns, as published (1.0 names ``race`` ``ethnicity``).
+ADMISSION_COLUMNS = ["subject_id", "hadm_id", "admittime", "dischtime", "deathtime", "admission_type",
+                     "admit_provider_id", "admission_location", "discharge_location", "insurance", "language",
+                     "marital_status", "race", "edregtime", "edouttime", "hospital_expire_flag"]
+
+
+def _admissions(root: Path, *, race_column: str = "race") -> None:
+    """Subject 10000032: three stays, listed out of time order — White (and once UNKNOWN, MIMIC's
+    word for not recorded), insured by Other first, Medicaid last; 10000764: one stay; 10099999:
+    a stay of a subject without a film; 19999999 has no stay."""
+    stays = [(10000032, 22841357, "2180-06-26 18:27:00", "Medicaid", "WHITE"),
+             (10000032, 22595853, "2180-05-06 22:23:00", "Other", "WHITE"),
+             (10000032, 25742920, "2180-06-01 10:00:00", "Medicaid", "UNKNOWN"),
+             (10000764, 27897940, "2132-10-14 23:31:00", "Medicare", "BLACK/AFRICAN AMERICAN"),
+             (10099999, 20000001, "2150-01-01 00:00:00", "Private", "ASIAN")]
+    rows = [{"subject_id": s, "hadm_id": h, "admittime": t, "dischtime": t, "admission_type": "URGENT",
+             "admission_location": "TRANSFER FROM HOSPITAL", "discharge_location": "HOME", "insurance": i,
+             "language": "ENGLISH", "marital_status": "WIDOWED", "race": r, "hospital_expire_flag": 0}
+            for s, h, t, i, r in stays]
+    frame = pd.DataFrame(rows).reindex(columns=ADMISSION_COLUMNS).rename(columns={"race": race_column})
+    frame.to_csv(root / "mimic-iv" / "hosp" / "admissions.csv.gz", index=False)
+
+
+def test_race_and_insurance_from_mimic_iv_admissions_by_subject(tmp_path):
+    root = _write(tmp_path)
+    _admissions(root)
+    t = _load(root)
+    images = t.images.set_index("image_id")
+    assert images.loc[["d1", "d3", "d4"], "race"].tolist() == ["WHITE", "WHITE", "BLACK/AFRICAN AMERICAN"]
+    assert images.at["d4", "insurance"] == "Medicare"
+    assert images.at["d1", "insurance"] is None  # Other, then Medicaid: the stays disagree
+    assert images.at["d5", "race"] is None and images.at["d5", "insurance"] is None  # no stay
+    assert images.at["d1", "race_source"] == "csv:admissions.csv.gz"
+    assert images.at["d1", "insurance_source"] is None
+    notes = set(t.problems.problem)
+    assert ("insurance differs between the admissions of 1 of 2 subjects with films (e.g. 10000032: Other, "
+            "Medicaid); insurance left missing for their 3 films (admission='agree'; 'first' or 'last' takes "
+            "the earliest or latest admission's)") in notes
+    assert ("1 subject(s) (1 films) have no admission in admissions.csv.gz (e.g. 19999999); race and "
+            "insurance left missing") in notes
+    first = _load(root, admission="first").images.set_index("image_id")
+    last = _load(root, admission="last").images.set_index("image_id")
+    assert (first.at["d1", "insurance"], last.at["d1", "insurance"]) == ("Other", "Medicaid")
+    with pytest.raises(UnknownNameError, match="admission"):
+        _load(root, admission="mode")
+
+
+def test_race_from_older_releases_ethnicity_column(tmp_path):
+    root = _write(tmp_path)
+    _admissions(root, race_column="ethnicity")
+    images = _load(root).images.set_index("image_id")
+    assert images.at["d4", "race"] == "BLACK/AFRICAN AMERICAN"
+    assert images.at["d4", "race_source"] == "csv:admissions.csv.gz:ethnicity"
+
+
+def test_subgroup_reports_by_race_and_insurance(tmp_path, capsys):
+    from cxrxai.cli import main
+    from cxrxai.reports import run_report
+    from cxrxai.store import open_store
+
+    root = _write(tmp_path / "mimic")
+    _admissions(root)
+    preds = pd.DataFrame({"dicom_id": [f"d{k}" for k in (1, 2, 3, 4, 6)],
+                          "prob_Edema": [0.9, 0.2, 0.8, 0.7, 0.1]})
+    preds.to_csv(tmp_path / "preds.csv", index=False)
+    pd.DataFrame({"label": ["Edema"], "threshold": [0.5]}).to_csv(tmp_path / "thr.csv", index=False)
+    store = tmp_path / "s.duckdb"
+    assert main(["import-predictions", "--dataset", "mimic", "--root", str(root), "--data-option",
+                 f"mimic_iv={root / 'mimic-iv'}", "--predictions", str(tmp_path / "preds.csv"),
+                 "--thresholds", str(tmp_path / "thr.csv"), "--name", "m", "--store", str(store)]) == 0
+    with open_store(store) as s:
+        by_race = run_report(s, "subgroup-tpr", "m", by="race", split="all")
+        by_insurance = run_report(s, "subgroup-tpr", "m", by="insurance", split="all")
+    assert set(by_race["race"]) == {"WHITE", "BLACK/AFRICAN AMERICAN"}
+    assert set(by_insurance["insurance"]) == {"Medicare"}
+    capsys.readouterr()
+    assert main(["report", "subgroup-tpr", "--store", str(store), "--option", "by=race", "--option",
+                 "split=all"]) == 0
+    assert "BLACK/AFRICAN AMERICAN" in capsys.readouterr().out
+
+
 def test_metadata_headers_with_spaces_around_them_are_read(tmp_path):
     root = _write(tmp_path)
     meta = pd.read_csv(root / META)

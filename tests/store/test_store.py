@@ -144,7 +144,7 @@ def test_counts_by_group(store_path):
     with open_store(store_path) as s:
         assert s.image_counts(["split", "sex"]).to_dict("records") == [{"split": "test", "sex": "F", "n": 3}]
         with pytest.raises(UnknownNameError):
-            s.image_counts(["race"])
+            s.image_counts(["religion"])
 
 
 def test_a_newer_schema_is_refused_with_a_clear_error(store_path):

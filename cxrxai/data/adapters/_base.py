@@ -5,7 +5,9 @@ An adapter reads a dataset's files exactly as published and returns :class:`Data
 * ``images`` — image_id, path (relative to ``root``), patient_id, sex ("M"/"F"/missing),
   age (years, missing allowed), age_bin, view, split, width, height (missing until read), and
   where sex, age and view came from: ``sex_source``, ``age_source``, ``view_source``
-  (``csv:<file name>``, ``dicom:<Tag>``, ``derived:<rule>``; missing when the value is);
+  (``csv:<file name>``, ``dicom:<Tag>``, ``derived:<rule>``; missing when the value is); ``race``
+  and ``insurance`` as the source writes them, with ``race_source`` and ``insurance_source`` (only
+  MIMIC's, from MIMIC-IV's admissions, so far; missing elsewhere);
 * ``labels`` — long: image_id, label, value (1, 0, or missing = unknown/uncertain-ignored);
 * ``annotations`` — image_id, label, reader, instance, kind (mask/box/point), x, y, w, h,
   mask_rle (COCO compressed), mask_height, mask_width;
@@ -73,7 +75,8 @@ __all__ = [
 ]
 
 IMAGE_COLUMNS = ["image_id", "path", "patient_id", "sex", "age", "age_bin", "view", "split", "width",
-                 "height", "sex_source", "age_source", "view_source"]
+                 "height", "sex_source", "age_source", "view_source", "race", "insurance", "race_source",
+                 "insurance_source"]
 ANNOTATION_COLUMNS = ["image_id", "label", "reader", "instance", "kind", "x", "y", "w", "h", "mask_rle",
                       "mask_height", "mask_width"]
 

@@ -21,8 +21,10 @@ or under ``hosp/`` (MIMIC-IV ≥ 1.0) or ``core/`` (0.4): sex from ``gender``; a
 patient over 89) — or ``study`` — the age at each film, ``anchor_age`` + (``StudyDate``'s year −
 ``anchor_year``), MIMIC-CXR's dates being shifted as MIMIC-IV's are. A subject missing from
 patients.csv keeps sex and age missing (one problem row per subject; the paper dropped those films,
-371,547 of 377,110 kept); without patients.csv every film's do (one note). Race and insurance
-(MIMIC-IV's ``admissions.csv``) have no column in the case schema and are not read.
+371,547 of 377,110 kept); without patients.csv every film's do (one note). Race and insurance come
+from MIMIC-IV's ``admissions.csv(.gz)`` in the same folder, joined by subject; a subject whose
+admissions differ is read by ``admission=`` (``agree``, the default, leaves it missing; ``first``,
+``last``), said in a note row (see :mod:`~cxrxai.data.adapters._admissions`).
 
 Every view is kept (the paper trained on frontal and lateral films); ``views=PA,AP`` keeps those
 ``ViewPosition`` values only, the others counted in one note row. ``Rows``/``Columns`` describe the
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import DataError, UnknownNameError
+from ._admissions import ADMISSION_RULES, admission_demographics
 from ._base import (
     UNCERTAIN_POLICIES,
     DatasetTables,
@@ -56,7 +59,7 @@ from ._base import (
 from ._registry import adapter
 from .chexpert import CHEXPERT_LABELS
 
-__all__ = ["AGE_RULES", "LABELERS", "SPLITS", "load_mimic", "mimic_path"]
+__all__ = ["ADMISSION_RULES", "AGE_RULES", "LABELERS", "SPLITS", "load_mimic", "mimic_path"]
 
 LABELERS = ("chexpert", "negbio")
 SPLITS = ("official", "patient")
@@ -88,10 +91,12 @@ def _need(root: Path, name: str) -> Path:
 
 @adapter("mimic", hint=DEMOGRAPHICS_HINT)
 def load_mimic(root: str | Path, *, labeler: str = "chexpert", uncertain: str = "zeros",
-               mimic_iv: str | Path | None = None, age: str = "anchor", split: str = "official",
-               views=None, fractions=(0.8, 0.1, 0.1), seed: int = 0, strict: bool = False) -> DatasetTables:
+               mimic_iv: str | Path | None = None, age: str = "anchor", admission: str = "agree",
+               split: str = "official", views=None, fractions=(0.8, 0.1, 0.1), seed: int = 0,
+               strict: bool = False) -> DatasetTables:
     root = Path(root)
     for kind, value, allowed in (("MIMIC labeler", labeler, LABELERS), ("MIMIC age rule", age, AGE_RULES),
+                                 ("MIMIC admission rule", admission, ADMISSION_RULES),
                                  ("uncertain-label policy", uncertain, UNCERTAIN_POLICIES),
                                  ("MIMIC split", split, SPLITS)):
         if value not in allowed:
@@ -118,8 +123,11 @@ def load_mimic(root: str | Path, *, labeler: str = "chexpert", uncertain: str = 
     else:
         shares = dict(zip(("train", "val", "test"), fractions))
         images["split"] = patient_split(images["patient_id"], shares, seed)
-    demo = _demographics(Path(mimic_iv) if mimic_iv else root, meta_path, meta, subject, ids, age, problems)
-    images = pd.concat([images, demo], axis=1)
+    folder = Path(mimic_iv) if mimic_iv else root
+    demo = _demographics(folder, meta_path, meta, subject, ids, age, problems)
+    admissions = _mimic_iv_file(folder, "admissions.csv")
+    stays = admission_demographics(admissions, folder, subject, admission, problems)
+    images = pd.concat([images, demo, stays], axis=1)
     keep = ~images["image_id"].isin(problems.skipped())
     source = "MIMIC-CXR-JPG 2.0.0" + (" + MIMIC-IV" if demo["sex"].notna().any() else "")
     return DatasetTables(
@@ -127,8 +135,8 @@ def load_mimic(root: str | Path, *, labeler: str = "chexpert", uncertain: str = 
         images=with_age_bins(images[keep].reset_index(drop=True)),
         labels=long_labels(images.loc[keep, "image_id"], matrix[keep.to_numpy()], names),
         problems=problems.frame(), description=f"MIMIC-CXR-JPG with {labeler} labels",
-        config={"labeler": labeler, "uncertain": uncertain, "age": age, "split": split, "views": views,
-                "seed": seed},
+        config={"labeler": labeler, "uncertain": uncertain, "age": age, "admission": admission,
+                "split": split, "views": views, "seed": seed},
     )
 
 
@@ -176,8 +184,9 @@ def _official_split(path: Path, ids: pd.Series, problems: Problems) -> pd.Series
     return out.where(out.notna(), None)
 
 
-def _patients_file(folder: Path) -> Path | None:
-    found = (_find(folder / sub, "patients.csv") for sub in ("", "hosp", "core"))
+def _mimic_iv_file(folder: Path, name: str) -> Path | None:
+    """MIMIC-IV's ``name`` (``.gz`` or not) in ``folder``, its ``hosp/`` (≥ 1.0) or ``core/`` (0.4)."""
+    found = (_find(folder / sub, name) for sub in ("", "hosp", "core"))
     return next((p for p in found if p is not None), None)
 
 
@@ -195,7 +204,7 @@ def _demographics(folder: Path, meta_path: Path, meta: pd.DataFrame, subject: pd
                   rule: str, problems: Problems) -> pd.DataFrame:
     """sex, age and their sources per film, from MIMIC-IV's patients.csv (see the module's text)."""
     out = pd.DataFrame({"sex": None, "age": np.nan, "sex_source": None, "age_source": None}, index=meta.index)
-    path = _patients_file(folder)
+    path = _mimic_iv_file(folder, "patients.csv")
     if path is None:
         problems.note(folder, f"no MIMIC-IV patients.csv(.gz) in {folder} (nor its hosp/, core/): sex and "
                               f"age left missing for all {len(meta):,} films; pass mimic_iv=FOLDER")
