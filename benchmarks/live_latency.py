@@ -9,10 +9,12 @@ explorer in Debian's Chromium (Playwright) and times, ``--clicks`` times each:
 - display: the film's own "Map" toggle and its "Colour map" (``pages/_film_view.py``: both act in
   the browser, Plotly draws nothing), from the input event to the frame with the film painted (the
   browser's clock, ``window.filmStats.lastMs``);
-- data clicks, from the click to the next film drawn (a new figure from the server: the film's
-  ``window.filmStats.rev`` changes): another finding (the "Finding" picker), another case (a row
-  of the case grid, and the Previous/Next case buttons where the explorer has them) and another
-  explainer (``--explainers``, two with stored or quick maps);
+- data clicks, from the input event (the click's ``pointerdown``, in the page or in the case grid's
+  frame) to the frame with the next film painted (a new figure from the server: the film's
+  ``window.filmStats.rev`` changes; ``filmStats.marks.drawn``), both on the browser's wall clock
+  (``performance.timeOrigin`` + the event's or the frame's time): another finding (the "Finding"
+  picker), another case (a row of the case grid, and the Previous/Next case buttons where the
+  explorer has them) and another explainer (``--explainers``, two with stored or quick maps);
 
 all with nothing computing; display clicks in the compare and grid layouts (the same component,
 one film per panel: a click re-blends every film), with the single film's in the same run as the
@@ -50,6 +52,11 @@ GRID = 'iframe[title*="cxrxai_grid"]'
 SETTLE_MS = 3000
 #: The explorer's case buttons (pages/explorer.py)
 PREVIOUS, NEXT = "◀ Previous case", "Next case ▶"
+#: In every frame (the page, the case grid's, the film's): the wall-clock time of the last input event
+INPUT = """addEventListener("pointerdown", (e) => { window.__input = performance.timeOrigin + e.timeStamp; },
+                 true);"""
+#: The film's frame: when its last new figure was painted (ms, the browser's wall clock), or null
+PAINTED = "() => window.filmStats && window.filmStats.marks ? window.filmStats.marks.drawn : null"
 
 
 def _serve(store: Path, port: int, *options: str) -> subprocess.Popen:
@@ -134,12 +141,32 @@ def _wait_film(page, other_than: str | None, limit_s: float = 60) -> float:
     raise SystemExit(f"no new film within {limit_s:.0f} s")
 
 
+def _input_at(page) -> float | None:
+    """The wall-clock time (ms) of the latest input event in any of the page's frames (:data:`INPUT`)."""
+    times = []
+    for frame in page.frames:
+        try:
+            times.append(frame.evaluate("window.__input ?? null"))
+        except Exception:  # noqa: BLE001 — a frame being replaced: no input there
+            pass
+    return max((t for t in times if t is not None), default=None)
+
+
 def _timed_data_click(page, act) -> float:
-    """Seconds from ``act(page)`` (a click) until another film is drawn."""
+    """Seconds from the input event of ``act(page)`` (a click) to the frame with another film painted
+    (the browser's clock, :data:`INPUT` and :data:`PAINTED`)."""
     before = _drawn(page)
-    t0 = time.perf_counter()
+    for frame in page.frames:
+        try:
+            frame.evaluate("window.__input = null")
+        except Exception:  # noqa: BLE001 — a frame being replaced
+            pass
     act(page)
-    return _wait_film(page, before) - t0
+    _wait_film(page, before)
+    down, painted = _input_at(page), _frame(page).evaluate(PAINTED)
+    if down is None or painted is None:
+        raise SystemExit("no input event or no painted film recorded (the film's filmStats.marks)")
+    return (painted - down) / 1000
 
 
 #: The colour maps the colour-map clicks alternate between
@@ -350,7 +377,7 @@ def main() -> None:
     parser.add_argument("--layouts-only", action="store_true",
                         help="display clicks only: the single film, then the compare and grid layouts")
     args = parser.parse_args()
-    with explorer_session(args.store, args.port) as (_, page):
+    with explorer_session(args.store, args.port, init_script=INPUT) as (_, page):
         if args.layouts_only:
             results = _display(page, args.clicks)
         else:
@@ -361,8 +388,9 @@ def main() -> None:
     info = {**machine(), "live_threads": os.environ.get("CXRXAI_LIVE_THREADS", "cores - 1"),
             "load_average": os.getloadavg()}
     out = Path(__file__).parent / "results" / ("live-latency-layouts.json" if args.layouts_only else "live-latency.json")
-    out.write_text(json.dumps({"machine": info, "store": str(args.store), "interaction": "click → film drawn",
-                               "results": results}, indent=1) + "\n")
+    record = {"machine": info, "store": str(args.store), "interaction": "input event → film painted",
+              "results": results}
+    out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"\n{info}\nwritten to {out}")
 
 
