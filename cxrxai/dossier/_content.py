@@ -158,7 +158,21 @@ _EXPLANATIONS = (
 
 @section("explanations", "Explanations", order=50)
 def explanations_section(ctx: Context) -> list:
-    return [*[ctx.table(v) for v in _EXPLANATIONS], _gallery(ctx)]
+    notes = _explanation_notes(ctx)
+    return [*[ctx.table(v, notes.get(v.report, "")) for v in _EXPLANATIONS], _gallery(ctx)]
+
+
+def _explanation_notes(ctx: Context) -> dict[str, str]:
+    """The captions the Benchmark and Geometry pages print beside the same tables (one function each)."""
+    from ..summaries import box_geometry_caveat, findings_without_rows, ranking_caption
+
+    notes = {"explainer-ranking": ranking_caption(ctx.store),
+             "geometry": box_geometry_caveat(ctx.store) or ""}
+    table = ctx.run(_EXPLANATIONS[0])
+    if not isinstance(table, Missing):
+        slice_ = ctx.options(_EXPLANATIONS[0]).get("slice", "true_positive")
+        notes["explainers"] = findings_without_rows(ctx.store, ctx.model_id, table, slice_) or ""
+    return notes
 
 
 #: The gallery's explainer and metric: Grad-CAM's maps are stored for every case (maps at the
@@ -203,4 +217,8 @@ _TRUST = (
 
 @section("trust", "Trust and fidelity", order=60)
 def trust_section(ctx: Context) -> list:
-    return [ctx.table(v) for v in _TRUST]
+    from ..summaries import trust_gaps
+
+    table = ctx.run(TRUST)
+    note = "" if isinstance(table, Missing) else trust_gaps(ctx.store, ctx.model_id, table)
+    return [ctx.table(v, note if v is TRUST else "") for v in _TRUST]

@@ -134,7 +134,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
             f"{fill_hint(store, 'localization', model_id)}"
         )
     loc = sliced
-    imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split"])
+    groups = [c for c in ("race", "insurance") if store.images_have([c])]  # since schema v8
+    imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split", *groups])
     return loc.merge(imgs, on="image_id", how="left")
 
 

@@ -18,7 +18,7 @@ from cxrxai.cli import main
 from cxrxai.data.adapters import load_dataset
 from cxrxai.errors import DataError, StoreError, UnknownNameError
 from cxrxai.reports import run_report
-from cxrxai.store import open_store
+from cxrxai.store import open_store, write_store
 
 pytestmark = pytest.mark.filterwarnings("ignore:Invalid value for VR AS")  # pydicom on writing the bad age
 #: patientId → (PatientSex, PatientAge, ViewPosition); None leaves the tag out of the header.
@@ -275,3 +275,15 @@ def test_a_store_from_before_race_and_insurance_says_how_to_get_them(tmp_path):
         assert len(run_report(store, "subgroup-tpr", "m", by="sex"))  # read as it is
         with pytest.raises(StoreError, match="no image of this store records insurance.*groupings it has: sex"):
             run_report(store, "subgroup-tpr", "m", by="insurance")
+
+
+def test_explanation_auc_by_race_reads_the_stored_race(tmp_path):
+    path = _localization_store(tmp_path / "s.duckdb", dict(zip([f"i{k}" for k in range(6)], "MMMFFF")))
+    with write_store(path) as w:
+        w.put_images(pd.DataFrame({"image_id": [f"i{k}" for k in range(6)], "dataset": "d",
+                                   "path": [f"i{k}.png" for k in range(6)], "split": "test",
+                                   "race": ["WHITE"] * 3 + ["ASIAN"] * 3}))
+        w.publish()
+    with open_store(path) as store:
+        out = run_report(store, "explanation-auc-subgroups", "m", by="race", method="gradcam").set_index("race")
+    assert out.loc["WHITE", "n"] == 2 and out.loc["WHITE", "mean"] == pytest.approx(0.8)
