@@ -4,7 +4,7 @@ benchmark comparison when a second reader exists (Saporta Fig. 2)."""
 
 import streamlit as st
 
-from cxrxai import reports
+from cxrxai import reports, summaries
 from cxrxai.metrics.registry import get as get_metric
 from cxrxai.metrics.registry import metric_names
 from cxrxai.pipeline.evidence import SNAPSHOT_META
@@ -29,6 +29,8 @@ if table is not None and not table.empty:
     value = ui.metric_select(metric_names(view="table1"), key="bench_value", label="Heat map of",
                              horizontal=True)
     ui.chart(viz.explainer_heatmap(table, value), key="bench_heat")
+    if dropped := summaries.findings_without_rows(store, model_id, table, slice_):
+        st.caption(dropped)
     ui.table(table)
     ui.download_csv(table, f"{model_id}-explainers.csv", key="dl_bench", store=store)
     st.caption("; ".join(f"{get_metric(n).label}: {get_metric(n).help}" for n in metric_names(view="table1"))
@@ -44,11 +46,7 @@ ranking = ui.try_report(store, "explainer-ranking", model_id, metric=rank_metric
 if ranking is not None and not ranking.empty:
     ui.table(viz.ranking_display(ranking, rank_metric))
     ui.download_csv(ranking, f"{model_id}-explainer-ranking-{rank_metric}.csv", key="dl_rank", store=store)
-    st.caption(
-        "Per finding, explainers by mean score; each is compared with the best on the cases both scored "
-        "(paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": the "
-        "interval excludes 0. Exact phantom masks, reference reader."
-    )
+    st.caption(summaries.ranking_caption(store))
 
 st.subheader("Model or method? A planted shortcut")
 summary = ui.try_report(store, "shortcut", model_id)

@@ -4,7 +4,7 @@ opens those cases in the explorer."""
 
 import streamlit as st
 
-from cxrxai import reports, stats
+from cxrxai import reports, stats, summaries
 from cxrxai.metrics.registry import metric_names
 from cxrxai.present import viz
 from pages import _common as ui
@@ -18,6 +18,8 @@ norm = st.radio("Predictor normalization", ["minmax", "zscore"], horizontal=True
 reg = ui.try_report(store, "geometry", model_id, method=method, normalize=norm)
 if reg is not None and not reg.empty:
     ui.table(reg, digits=4)
+    if caveat := summaries.box_geometry_caveat(store):
+        st.caption(caveat)
     ui.download_csv(reg, f"{model_id}-geometry-regressions.csv", key="dl_geo", store=store)
     df = reports.geometry_cases(store, model_id, method=method)
     c1, c2 = st.columns(2)

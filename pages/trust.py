@@ -3,7 +3,7 @@ reproducibility, and the PASS/FAIL summary (Arun et al.)."""
 
 import streamlit as st
 
-from cxrxai import reports
+from cxrxai import reports, summaries
 from cxrxai.present import viz
 from pages import _common as ui
 
@@ -21,10 +21,7 @@ if table is None:
     st.stop()  # no trust scores at all: the curves and boxes below would say so twice more
 st.subheader("Summary (PASS = significantly better than the baseline, one-sided p < 0.005)")
 ui.table(viz.verdict_table(table))
-st.caption(
-    "n: the images each test rests on. — : no scores for that criterion (utility needs the method's "
-    "localization scores, repeatability a second seed of the model, reproducibility a second architecture)."
-)
+st.caption(summaries.trust_gaps(store, model_id, table))
 ui.download_csv(table, f"{model_id}-trust.csv", key="dl_trust", store=store)
 
 curves = ui.try_report(store, "randomization", model_id, data_range=data_range)

@@ -2,11 +2,19 @@
 
 * :mod:`.predictions` — the split a view evaluates, predictions, AUROC, cohort and labels;
 * :mod:`.cases` — the explorer's case table (every metric of the ``cases`` view) and its filters;
-* :mod:`.hints` — how missing evidence gets filled, from the build's status.
+* :mod:`.hints` — how missing evidence gets filled, from the build's status;
+* :mod:`.captions` — the sentences beside a table, from the store's own facts.
 """
 
 from __future__ import annotations
 
+from .captions import (
+    box_geometry_caveat,
+    findings_without_rows,
+    ranking_caption,
+    reference_regions,
+    trust_gaps,
+)
 from .cases import case_probabilities, case_table, filter_cases, finding_choices, outcome
 from .hints import FILLED_BY, cannot_have, comparison_hint, fill_command, fill_hint, resume_hint, will_come
 from .predictions import (
@@ -23,6 +31,7 @@ from .predictions import (
 __all__ = [
     "ALL",
     "FILLED_BY",
+    "box_geometry_caveat",
     "cannot_have",
     "case_probabilities",
     "case_table",
@@ -32,13 +41,17 @@ __all__ = [
     "fill_hint",
     "filter_cases",
     "finding_choices",
+    "findings_without_rows",
     "label_table",
     "model_performance",
     "outcome",
     "prediction_table",
+    "ranking_caption",
+    "reference_regions",
     "resolve_split",
     "resume_hint",
     "roc_table",
     "split_choices",
+    "trust_gaps",
     "will_come",
 ]

@@ -51,31 +51,31 @@ def _cases(w, root: Path) -> None:
                                     for i, lab in POSITIVE]))
 
 
-def _predictions(w) -> None:
+def _predictions(w, missed) -> None:
     w.put_model(_spec())
-    probs = np.array([[0.8 if (i, lab) in POSITIVE and (i, lab) not in MISSED else 0.2 for lab in LABELS]
+    probs = np.array([[0.8 if (i, lab) in POSITIVE and (i, lab) not in missed else 0.2 for lab in LABELS]
                       for i in IDS], np.float32)
     w.put_predictions(MODEL, IDS, LABELS, np.log(probs / (1 - probs)), probs)
     w.put_thresholds(MODEL, [{"label": lab, "threshold": 0.5, "method": "fixed", "criterion": None,
                               "split": None} for lab in LABELS])
 
 
-def _scored(method: str, key: str, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+def _scored(method: str, key: str, pairs: list[tuple[str, str]], missed=MISSED) -> pd.DataFrame:
     return pd.DataFrame({"model_id": MODEL, "image_id": [i for i, _ in pairs],
                          "label": [lab for _, lab in pairs],
                          "source": "explainer", "method": method, "params_key": key, "reader": "gt",
-                         "gt_positive": True, "predicted": [(i, lab) not in MISSED for i, lab in pairs],
+                         "gt_positive": True, "predicted": [(i, lab) not in missed for i, lab in pairs],
                          "iou": 0.4, "hit": 1.0, "pla": 1.0, "roc_auc": 0.8})
 
 
-def _maps(w) -> None:
+def _maps(w, missed) -> None:
     pairs = sorted(POSITIVE)
     w.put_maps([{"model_id": MODEL, "image_id": i, "label": lab, "method": "gradcam", "params": {},
                  "target": lab, "kind": "cam", "values": np.ones((7, 7)), "seconds": 0.1, "device": "cpu"}
                 for i, lab in pairs])
-    w.put_table("localization", _scored("gradcam", params_key({}), pairs))
+    w.put_table("localization", _scored("gradcam", params_key({}), pairs, missed))
     for method in SCORED_ONLY:
-        w.put_table("localization", _scored(method, params_key({"steps": 8}), pairs))
+        w.put_table("localization", _scored(method, params_key({"steps": 8}), pairs, missed))
     w.set_meta(f"sweep_plan:{MODEL}", json.dumps(SWEEP_PLAN))
     for (patch, stride), n in SWEEP_STORED.items():
         setting = Setting.of("occlusion", {"patch": patch, "stride": stride}, spec=_spec())
@@ -84,15 +84,17 @@ def _maps(w) -> None:
                      "params": json.loads(setting.key), "target": lab, "kind": "occlusion",
                      "values": np.ones((4, 4)), "seconds": 2.0, "device": "cpu"} for i, lab in done])
         if done:
-            w.put_table("localization", _scored("occlusion", params_key(json.loads(setting.key)), done))
+            w.put_table("localization", _scored("occlusion", params_key(json.loads(setting.key)), done,
+                                                missed))
 
 
-def user_store(path: Path) -> Path:
-    """The store described above, written at ``path`` (its films in ``myfilms/`` beside it)."""
+def user_store(path: Path, *, missed=MISSED) -> Path:
+    """The store described above, written at ``path`` (its films in ``myfilms/`` beside it);
+    ``missed``: the positives the model misses."""
     with write_store(path) as w:
         _cases(w, path.parent / "myfilms")
-        _predictions(w)
-        _maps(w)
+        _predictions(w, missed)
+        _maps(w, missed)
     return path
 
 

@@ -68,3 +68,48 @@ def test_a_section_this_store_cannot_have_says_so_and_why(folder, what):
     assert "this store cannot have" in hint, hint
     assert "fill it with" not in hint and "run the same command again" not in hint, hint
     assert "cxrxai demo`" not in hint and "train --seed" not in hint, hint  # the demo's, not this store's
+
+
+def test_trust_says_why_each_criterion_without_scores_has_none(folder, monkeypatch):
+    """Utility has the method's scores but no average-mask baseline (no box on the training split);
+    repeatability and reproducibility: this store cannot have them. Not the demo's reasons."""
+    from test_pages import _app
+
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(folder / "cache"))
+    trust = ["--explainers", "gradcam", "--analyses", "trust"]
+    assert main(["precompute", *precompute_args(folder), *trust]) == 0
+    at = _app(folder / "precomputed.duckdb", "pages/trust.py")
+    assert not at.exception, at.exception
+    (caption,) = [c.value for c in at.caption if c.value.startswith("n: the images")]
+    assert "needs the method's localization scores" not in caption and "second seed" not in caption, caption
+    assert "utility: the method's localization scores are there, but not the average-mask baseline" in caption
+    assert "this store's training split has none" in caption, caption
+    assert "repeatability and reproducibility: this store cannot have it" in caption, caption
+    assert "randomization:" not in caption, caption  # it has its scores
+
+
+def test_geometry_on_boxes_carries_its_caveat(folder):
+    from test_pages import _app
+
+    at = _app(folder / "precomputed.duckdb", "pages/geometry.py")
+    assert not at.exception, at.exception
+    texts = " ".join(c.value for c in at.caption)
+    assert "10 of 10 reference regions are boxes: a box's irrectangularity is 0" in texts, texts
+
+
+def test_the_dossier_prints_the_pages_captions(folder):
+    """The same functions as the pages: the ranking's reference regions, the boxes' caveat, the trust
+    table's gaps (after the trust test above filled randomization)."""
+    from cxrxai.dossier import build_dossier
+    from cxrxai.summaries import box_geometry_caveat, ranking_caption, trust_gaps
+
+    with open_store(folder / "precomputed.duckdb") as s:
+        html = build_dossier(s, MODEL)
+        expected = [box_geometry_caveat(s), ranking_caption(s)]
+        try:
+            expected.append(trust_gaps(s, MODEL, run_report(s, "trust", MODEL)))
+        except StoreError:
+            pass
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).replace("&quot;", '"').replace("&#x27;", "'").split())
+    for caption in expected:
+        assert " ".join(caption.split()) in text, caption

@@ -139,3 +139,25 @@ def test_the_app_help_and_the_config_name_a_readme_section_that_exists(capsys):
     text = " ".join((capsys.readouterr().out + (root / ".streamlit/config.toml").read_text()).split())
     named = re.findall(r"README(?:'s)? [\"']([^\"']+)[\"']", text)
     assert len(named) == 2 and all(n in sections for n in named), (named, sections)
+
+
+def test_the_benchmark_names_the_reference_regions_this_store_has(store_path):
+    at = _app(store_path, "pages/benchmark.py")
+    assert not at.exception, at.exception
+    texts = " ".join(c.value for c in at.caption)
+    assert "phantom" not in texts, texts
+    assert "Against the reference reader (gt): 10 boxes." in texts, texts  # the 10 positives' boxes
+
+
+def test_a_finding_the_heat_map_drops_is_named_with_why(tmp_path):
+    from _user_store import MISSED, POSITIVE
+
+    every_effusion = MISSED | {p for p in POSITIVE if p[1] == "Effusion"}
+    path = user_store(tmp_path / "missed.duckdb", missed=every_effusion)
+    with open_store(path) as s:
+        table = run_report(s, "explainers", MODEL, slice_="true_positive")
+    assert set(table.label) == {"Nodule"}  # Effusion: no true positive, no row
+    at = _app(path, "pages/benchmark.py")
+    assert not at.exception, at.exception
+    texts = " ".join(c.value for c in at.caption)
+    assert "No row for Effusion: no true-positive case with a scored map" in texts, texts
