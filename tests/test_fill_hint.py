@@ -197,3 +197,11 @@ def test_evidence_a_second_training_never_gets_is_not_missing_yet(demo):
         run_report(demo, "trust", SEED)
     assert str(err.value).startswith(f"model {SEED!r} has no trust scores (table trust); it is a second "
                                      "training of 'demo-densenet121'"), err.value
+
+
+def test_a_demo_model_without_a_second_training_is_told_it_has_no_repeatability(demo):
+    from cxrxai.summaries import comparison_hint
+
+    hint = comparison_hint(demo, RESNET)
+    assert f"so {RESNET!r} has no repeatability" in hint and "train --seed" not in hint, hint
+    assert "train --seed 1" in comparison_hint(demo, MAIN)  # its second seed: the demo build trains it

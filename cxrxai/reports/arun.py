@@ -80,5 +80,5 @@ def similarity_scores(store: Store, model_id: str, *, data_range: float = 1.0) -
     t = t[t.kind.isin(["repeatability", "reproducibility"]) & (t.data_range == data_range)]
     if t.empty:
         raise StoreError(f"model {model_id!r} has no repeatability/reproducibility scores (table trust): "
-                         f"{comparison_hint(store)}")
+                         f"{comparison_hint(store, model_id)}")
     return t.reset_index(drop=True)

@@ -58,16 +58,20 @@ def findings_without_rows(store: Store, model_id: str, table: pd.DataFrame, slic
 
 
 def box_geometry_caveat(store: Store) -> str | None:
-    """The caveat of the geometry regressions when the reference regions are boxes: a box's
-    irrectangularity is 0 and its elongation its sides' ratio, so those features describe the boxes
-    drawn, not the lesions; None when every region is a mask."""
-    kinds = _kinds(store)
-    boxes, total = int(kinds.get("box", 0)), int(kinds.sum())
+    """The caveat of the geometry regressions when reference lesions are drawn as boxes only (no
+    mask of the same lesion): a box's irrectangularity is 0 and its elongation its sides' ratio, so
+    those features describe the boxes drawn, not the lesions; None when every lesion has a mask."""
+    ann = store.annotations(reader="gt")
+    if ann.empty:
+        return None
+    masked = ann.groupby(["image_id", "label", "instance"])["kind"].agg(lambda k: "mask" in set(k))
+    boxes, total = int((~masked).sum()), len(masked)
     if not boxes:
         return None
-    return (f"{boxes} of {total} reference regions are boxes: a box's irrectangularity is 0 (it fills its "
-            "own bounding box) and its elongation is the ratio of its sides, so on boxes these features "
-            "describe the boxes drawn, not the lesions' shapes; read their regressions with that in mind.")
+    return (f"{boxes} of {total} reference lesions are boxes only: a box's irrectangularity is 0 (it fills "
+            "its own bounding box) and its elongation is the ratio of its sides, so on boxes these "
+            "features describe the boxes drawn, not the lesions' shapes; read their regressions with that "
+            "in mind.")
 
 
 def trust_gaps(store: Store, model_id: str, table: pd.DataFrame) -> str:
@@ -82,7 +86,7 @@ def trust_gaps(store: Store, model_id: str, table: pd.DataFrame) -> str:
         parts.append("randomization: no cascading-randomization scores")
     both = [c for c in ("repeatability", "reproducibility") if c in empty]
     if both:
-        parts.append(f"{' and '.join(both)}: {comparison_hint(store)}")
+        parts.append(f"{' and '.join(both)}: {comparison_hint(store, model_id)}")
     why = f" — : no scores for that criterion ({'; '.join(parts)})." if parts else ""
     return "n: the images each test rests on." + why
 

@@ -249,12 +249,21 @@ def cannot_have(store: Store, what: str) -> str | None:
     return None
 
 
-def comparison_hint(store: Store) -> str:
-    """How repeatability and reproducibility (the trust table's comparison with a second seed and a
-    second architecture) get filled in this store, or why they cannot be."""
-    return cannot_have(store, "comparison") or (
-        "they need a second DenseNet-121 and a second architecture — `python -m cxrxai train --seed 1 "
-        "--name demo-densenet121-seed1 && python -m cxrxai demo`")
+def comparison_hint(store: Store, model_id: str | None = None) -> str:
+    """How repeatability and reproducibility (the trust table's comparison of ``model_id``'s maps
+    with a second training of it and with another architecture) get filled in this store, or why
+    they cannot be: in the demo, only a model with a second training (the build's
+    :data:`~cxrxai.store.CAM_ONLY_META`) has repeatability."""
+    never = cannot_have(store, "comparison")
+    if never:
+        return never
+    seeds = json.loads(store.meta(CAM_ONLY_META) or "{}")
+    if model_id is not None and seeds and model_id not in seeds.values():
+        return (f"the demo build compares {model_id!r} with the demo's other architecture (reproducibility) "
+                f"only: it trains a second seed of {', '.join(sorted(set(seeds.values())))} alone, so "
+                f"{model_id!r} has no repeatability")
+    return ("they need a second DenseNet-121 and a second architecture — `python -m cxrxai train --seed 1 "
+            "--name demo-densenet121-seed1 && python -m cxrxai demo`")
 
 
 def will_come(store: Store, what: str, model_id: str | None = None) -> bool:

@@ -94,7 +94,7 @@ def test_geometry_on_boxes_carries_its_caveat(folder):
     at = _app(folder / "precomputed.duckdb", "pages/geometry.py")
     assert not at.exception, at.exception
     texts = " ".join(c.value for c in at.caption)
-    assert "10 of 10 reference regions are boxes: a box's irrectangularity is 0" in texts, texts
+    assert "10 of 10 reference lesions are boxes only: a box's irrectangularity is 0" in texts, texts
 
 
 def test_the_dossier_prints_the_pages_captions(folder):
