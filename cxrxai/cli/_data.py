@@ -1,4 +1,9 @@
-"""Commands about data: precompute, import-predictions, info, export."""
+"""Commands about data: precompute, import-predictions, reroot, info, export.
+
+One module though past 300 lines: each command here is its argument parser and what it prints;
+the work is the library's (pipeline, store, present), and the commands share the dataset, model
+and store options, which change together.
+"""
 
 from __future__ import annotations
 

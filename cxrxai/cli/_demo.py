@@ -1,4 +1,9 @@
-"""Commands of the demo world: train, demo, phantom."""
+"""Commands of the demo world: train, train-shortcut, demo, phantom.
+
+One module though past 300 lines: each command here is its argument parser and what it prints
+(progress, the build's report); the work is the library's (models, pipeline), and the commands
+share the demo's model, phantom and store paths, which change together.
+"""
 
 from __future__ import annotations
 
