@@ -1,7 +1,9 @@
 """The reports grouped by sex, age bin, view, race or insurance (thesis Fig. 2 and 5, Seyyed-Kalantari
 et al.), and why a grouping has no group: an empty subgroup table always says which images lack the
 value, where the tool looked for it (the dataset's CSV, its DICOM headers, MIMIC-IV's admissions), how
-to supply it, and the groupings the images do have."""
+to supply it, and the groupings the images do have. Race and insurance are grouped as recorded, or
+(``race="paper"``, ``insurance="paper"``) in the Underdiagnosis paper's groups
+(:mod:`cxrxai.demographic_groups`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..demographic_groups import regroup
 from ..errors import StoreError, UnknownNameError
 from ..labels import NO_FINDING
 from ..metrics import fairness, group_means
@@ -111,10 +114,12 @@ def _why_none(store: Store, ids, column: str, empty: bool) -> str:
 
 @report("subgroup-tpr", "thesis Fig. 2: TPR per finding by sex / age bin")
 def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci: str = "wilson",
-                 split: str | None = None) -> pd.DataFrame:
+                 split: str | None = None, race: str = "as_recorded", insurance: str = "as_recorded"
+                 ) -> pd.DataFrame:
     """Thesis Fig. 2: TPR (and FPR, FNR) per finding by sex, age bin or both, with CIs and n.
-    ``split``: test when the model has test predictions, else ``all`` (every predicted image)."""
-    table = prediction_table(store, model_id, split=split)
+    ``split``: test when the model has test predictions, else ``all`` (every predicted image);
+    ``race`` / ``insurance``: ``as_recorded`` or ``paper`` (Seyyed-Kalantari et al.'s groups)."""
+    table = regroup(prediction_table(store, model_id, split=split), race=race, insurance=insurance)
     table = table[table.label != NO_FINDING]
     decided = require_decisions(table, model_id)
     require_groups(store, decided, by, f"model {model_id!r}'s TPR by subgroup")
@@ -122,11 +127,12 @@ def subgroup_tpr(store: Store, model_id: str, *, by: str | list[str] = "sex", ci
 
 
 @report("underdiagnosis", "Seyyed-Kalantari et al.: No Finding FPR / FNR by group")
-def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None
-                   ) -> pd.DataFrame:
-    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split`` as
-    in :func:`subgroup_tpr`; ``all`` evaluates imported predictions on exactly their images)."""
-    table = prediction_table(store, model_id, split=split)
+def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", split: str | None = None,
+                   race: str = "as_recorded", insurance: str = "as_recorded") -> pd.DataFrame:
+    """Seyyed-Kalantari et al.: No Finding FPR (underdiagnosis) / FNR by group (``split``, ``race``
+    and ``insurance`` as in :func:`subgroup_tpr`; ``all`` evaluates imported predictions on exactly
+    their images)."""
+    table = regroup(prediction_table(store, model_id, split=split), race=race, insurance=insurance)
     # a dataset's own spelling counts too (VinDr-CXR: "No finding")
     spelled = next((lab for lab in table.label.unique() if str(lab).casefold() == NO_FINDING.casefold()),
                    NO_FINDING)
@@ -148,12 +154,14 @@ def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", 
 
 @report("explanation-auc-subgroups", "thesis Fig. 5: explanation AUC by subgroup", view="subgroups")
 def explanation_auc_by_subgroup(store: Store, model_id: str, *, by: str = "sex", method: str = "occlusion",
-                                metric: str = "roc_auc") -> pd.DataFrame:
+                                metric: str = "roc_auc", race: str = "as_recorded",
+                                insurance: str = "as_recorded") -> pd.DataFrame:
     """Thesis Fig. 5: explanation AUC (or another metric of the ``subgroups`` view) of true positives
     per finding and subgroup; a group of the scored cases without a true positive is shown with
-    n = 0 and a note saying why."""
-    cases = localization_cases(store, model_id, slice_="true_positive", method=method)
-    scored = localization_cases(store, model_id, slice_="all", method=method)
+    n = 0 and a note saying why (``race`` / ``insurance`` as in :func:`subgroup_tpr`)."""
+    groups = {"race": race, "insurance": insurance}
+    cases = regroup(localization_cases(store, model_id, slice_="true_positive", method=method), **groups)
+    scored = regroup(localization_cases(store, model_id, slice_="all", method=method), **groups)
     what = f"model {model_id!r}'s explanation {metric} of {method!r} by subgroup (true positives)"
     require_metrics(cases, store, model_id, metric)
     return metric_by_subgroup(store, cases, scored, metric, by, what)
