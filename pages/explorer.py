@@ -25,6 +25,8 @@ URL = {"split": "f_split",
 LISTS = ("sex", "age", "outcome", "pair")
 #: The case grid's key (its value: :mod:`pages._case_grid`)
 GRID = "case_grid"
+#: The key of the expander of every label's probability (open or not)
+PROBABILITIES = "case_probabilities_open"
 LAYOUTS = {"single": "One film", "compare": "Compare side by side", "grid": "Grid of explainers"}
 
 
@@ -140,8 +142,12 @@ def _known(value, missing: str):
 age = _known(row["age"], None)  # the model's probability and outcome are each panel's own (its model's)
 st.markdown(f"{_known(row['sex'], 'sex missing')}, {'age missing' if age is None else f'{age:g} y'} · "
             f"{_known(row['view'], 'view missing')}")
-with st.expander("Every label's probability for this image"):
-    ui.table(summaries.case_probabilities(cases, case_id))
+# drawn only while open (a click on it reruns the page): closed, every data click paid for the
+# table's styling and its messages, the costliest element above the film
+probabilities = st.expander("Every label's probability for this image", key=PROBABILITIES, on_change="rerun")
+with probabilities:
+    if probabilities.open:
+        ui.table(summaries.case_probabilities(cases, case_id))
 
 
 def _url() -> None:
