@@ -126,17 +126,27 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
     if sliced.empty:
         if not loc["gt_positive"].fillna(False).astype(bool).any():
             raise StoreError(labels_only(model_id))
-        wider = " or ".join(f"slice={s}" for s in SLICES[SLICES.index(slice_) + 1:])
-        raise StoreError(
-            f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps"
-            + (f" of {method!r}" if method else "")
-            + f" (table localization); choose {wider}; for more cases, "
-            f"{fill_hint(store, 'localization', model_id)}"
-        )
+        raise StoreError(_no_case_in_slice(model_id, loc, slice_, method))
     loc = sliced
     groups = [c for c in ("race", "insurance") if store.images_have([c])]  # since schema v8
     imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split", *groups])
     return loc.merge(imgs, on="image_id", how="left")
+
+
+def _no_case_in_slice(model_id: str, loc: pd.DataFrame, slice_: str, method: str | None) -> str:
+    """Why ``slice_`` of the scored rows ``loc`` is empty though some are ground-truth positive: the
+    model called none of them (the true-positive slice), and what would widen it."""
+    positive = loc["gt_positive"].fillna(False).astype(bool)
+    positives = loc.loc[positive, ["image_id", "label"]].drop_duplicates()
+    wider = " or ".join(f"slice={s}" for s in SLICES[SLICES.index(slice_) + 1:])
+    of = f" of {method!r}" if method else ""
+    return (
+        f"model {model_id!r} has no {slice_.replace('_', '-')} cases among its scored maps{of} (table "
+        f"localization): it predicted none of the {len(positives)} ground-truth-positive cases it has maps "
+        f"of positive at its threshold. Choose {wider} to score them whatever the prediction. Cheap "
+        "explainers already cover every image of the precomputed split, so only more images (`python -m "
+        "cxrxai precompute ... --split all`, or more data) may hold a true positive, not surely"
+    )
 
 
 def second_readers(store: Store, model_id: str) -> list[str]:
