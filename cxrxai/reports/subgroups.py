@@ -18,7 +18,7 @@ from ..labels import NO_FINDING
 from ..metrics import fairness, group_means
 from ..store import Store
 from ..summaries import prediction_table
-from ..summaries.hints import THRESHOLDS_FILL
+from ..summaries.hints import THRESHOLDS_FILL, no_finding_truth
 from ._cases import localization_cases, require_metrics
 from ._registry import report
 
@@ -145,8 +145,9 @@ def underdiagnosis(store: Store, model_id: str, *, by: str | list[str] = "sex", 
     if nf.predicted.isna().all() or nf.ground_truth.isna().all():
         missing = ("threshold (table thresholds)" if nf.predicted.isna().all()
                    else "ground truth (table labels)")
+        fill = f"Thresholds: {THRESHOLDS_FILL}" if nf.predicted.isna().all() else no_finding_truth(store)
         raise StoreError(f"model {model_id!r} has no {NO_FINDING!r} {missing} on these "
-                         f"{nf.image_id.nunique():,} images. Thresholds: {THRESHOLDS_FILL}")
+                         f"{nf.image_id.nunique():,} images. {fill}")
     require_groups(store, nf.dropna(subset=["predicted", "ground_truth"]), by,
                    f"model {model_id!r}'s No Finding under/overdiagnosis")
     return fairness.underdiagnosis(table, by)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
+from ..labels import NO_FINDING
 from ..store import CAM_ONLY_META, Store
 from ..store.status import BACKGROUND_ENV, background_mode, read_status
 
 __all__ = ["FILLED_BY", "THRESHOLDS_FILL", "cannot_have", "comparison_hint", "fill_command", "fill_hint",
-           "resume_hint", "will_come"]
+           "no_finding_truth", "resume_hint", "will_come"]
 
 #: How a model's missing thresholds get filled (a precompute of the test split alone has no
 #: validation predictions to choose them on): the end of every "no decision" sentence.
@@ -221,6 +222,25 @@ def _no_second_reader(datasets: str) -> str:
             "store of a dataset that has them can: CheXpert with CheXlocalize's second reader (`python -m "
             "cxrxai precompute --dataset chexpert ... --data-option chexlocalize=DIR` with "
             "hb_annotations_test.json in DIR) or VinDr-CXR (each radiologist a reader)")
+
+
+def no_finding_truth(store: Store) -> str:
+    """Why a model's No Finding output has no ground truth in ``store`` and how its datasets get one:
+    a dataset whose labels have no No Finding (a folder's CSV without the column) names its labels;
+    a folder dataset gets the column and a precompute again, another adapter's files carry none."""
+    parts = []
+    for d in store.datasets().itertuples():
+        labels = [str(lab) for lab in (d.labels if d.labels is not None else [])]
+        if any(lab.casefold() == NO_FINDING.casefold() for lab in labels):
+            continue
+        kind = str(d.source).split(" ")[0]
+        head = f"dataset {d.dataset} ({kind}) labels {', '.join(labels) or 'nothing'} and no {NO_FINDING!r}"
+        parts.append(f"{head}: give it a {NO_FINDING!r} column in its CSV (1: a film with no finding), "
+                     f"named in `--data-option labels=...,{NO_FINDING}`, and run `python -m cxrxai "
+                     "precompute --dataset folder ...` again" if kind == "folder" else
+                     f"{head}: its files carry no such label, so this store cannot have it for them")
+    return "; ".join(parts) or (f"the datasets label {NO_FINDING!r} but leave it blank on these images "
+                                "(`python -m cxrxai audit-data` lists the label matches)")
 
 
 #: What a second training of a model gets from the demo build (its CAMs' maps and their scores).

@@ -113,3 +113,28 @@ def test_the_dossier_prints_the_pages_captions(folder):
     text = " ".join(re.sub(r"<[^>]+>", " ", html).replace("&quot;", '"').replace("&#x27;", "'").split())
     for caption in expected:
         assert " ".join(caption.split()) in text, caption
+
+
+def test_no_finding_without_ground_truth_says_how_to_give_the_dataset_one(tmp_path):
+    """A model with a No Finding output over a folder dataset that labels none: the thresholds are
+    there (the model's own), so the hint names the dataset's missing label, not thresholds."""
+    import numpy as np
+
+    from _user_store import IDS, LABELS, user_store
+    from cxrxai.models.spec import ModelSpec
+    from cxrxai.store import write_store
+
+    path = user_store(tmp_path / "mine.duckdb")
+    labels = (*LABELS, "No Finding")
+    with write_store(path) as w:
+        w.put_model(ModelSpec(name="nf", arch="densenet121", labels=labels, thresholds={}))
+        probs = np.full((len(IDS), len(labels)), 0.6, np.float32)
+        w.put_predictions("nf", IDS, labels, np.log(probs / (1 - probs)), probs)
+        w.put_thresholds("nf", [{"label": lab, "threshold": 0.5, "method": "model spec", "criterion": None,
+                                 "split": None} for lab in labels])
+    with open_store(path) as s, pytest.raises(StoreError) as err:
+        run_report(s, "underdiagnosis", "nf")
+    hint = str(err.value)
+    assert "Thresholds:" not in hint and "--thresholds" not in hint, hint
+    assert "dataset myfilms (folder) labels Effusion, Nodule and no 'No Finding'" in hint, hint
+    assert "a 'No Finding' column in its CSV" in hint and "labels=...,No Finding" in hint, hint
