@@ -13,6 +13,7 @@ from .captions import (
     findings_without_rows,
     ranking_caption,
     reference_regions,
+    sweep_stored,
     trust_gaps,
 )
 from .cases import case_probabilities, case_table, filter_cases, finding_choices, outcome
@@ -52,6 +53,7 @@ __all__ = [
     "resume_hint",
     "roc_table",
     "split_choices",
+    "sweep_stored",
     "trust_gaps",
     "will_come",
 ]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..store import Store
-from .hints import _is_demo, comparison_hint
+from ..store import SWEEP_PLAN_META, Store
+from .hints import _is_demo, comparison_hint, fill_command
 
 __all__ = ["box_geometry_caveat", "findings_without_rows", "ranking_caption", "reference_regions",
-           "trust_gaps"]
+           "sweep_stored", "trust_gaps"]
 
 _CRITERIA = ("utility", "randomization", "repeatability", "reproducibility")
 _SLICE_WORDS = {"true_positive": "true-positive", "positive": "positive", "all": "scored"}
@@ -104,3 +104,16 @@ def _utility_gap(store: Store, model_id: str) -> str:
                     "training split has none")
         return f"{head}: the build's baselines step computes it from the training split's boxes and masks"
     return "the method's scores and the average mask's share no case"
+
+
+def sweep_stored(store: Store, model_id: str, counts: str) -> str:
+    """The maps the occlusion sweep section rests on (``counts``: :func:`~cxrxai.present.sweep_counts`):
+    as counted, where the sweep recorded its plan (or in the demo); else no sweep ran here (the sweep
+    stage records its plan before its first map), and the settings are the occlusion explainer's."""
+    if _is_demo(store) or store.meta(SWEEP_PLAN_META.format(model_id=model_id)):
+        return counts
+    counts = counts.replace(" stored (plan not recorded)", " stored")
+    return (f"{counts}; no sweep was planned in this store: "
+            "these are the occlusion explainer's maps (`--explainers occlusion`), and "
+            f"`{fill_command(store, 'sweep').replace(' --explainers gradcam,gradcam++', '')}` adds the "
+            "sweep's other patch / stride settings")

@@ -138,3 +138,20 @@ def test_no_finding_without_ground_truth_says_how_to_give_the_dataset_one(tmp_pa
     assert "Thresholds:" not in hint and "--thresholds" not in hint, hint
     assert "dataset myfilms (folder) labels Effusion, Nodule and no 'No Finding'" in hint, hint
     assert "a 'No Finding' column in its CSV" in hint and "labels=...,No Finding" in hint, hint
+
+
+def test_occlusion_maps_without_a_sweep_are_not_called_a_sweep_with_no_plan(tmp_path, monkeypatch):
+    """``--explainers occlusion`` stores one setting's maps and plans no sweep: the sweep section says
+    so and how the sweep's settings come, not "plan not recorded" (a sweep's plan is always recorded)."""
+    from test_pages import _app
+
+    monkeypatch.setenv("CXRXAI_DATA_CACHE", str(tmp_path / "cache"))
+    precomputed_user_store(tmp_path)
+    occlusion = ["--explainers", "occlusion", "--per-label", "1"]
+    assert main(["precompute", *precompute_args(tmp_path), *occlusion]) == 0
+    at = _app(tmp_path / "precomputed.duckdb", "pages/benchmark.py")
+    assert not at.exception, at.exception
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Maps stored per setting")]
+    assert "plan not recorded" not in caption, caption
+    assert "no sweep was planned in this store" in caption, caption
+    assert "`python -m cxrxai precompute --model ... --analyses sweep`" in caption, caption
