@@ -6,7 +6,8 @@ sentences, a table and, when there is nothing to show, why and how to fill it):
 ``films``          films read and skipped, the adapter's and reader's problem rows by reason
 ``film_notes``     bit depth and rescaling: images per film-reader note (none: read as is)
 ``orientation``    films turned by their EXIF orientation
-``demographics``   % of images with sex, age, view, and where each value came from
+``demographics``   % of images with sex, age, view (race, insurance: schema v8 on), and where each
+                   value came from; the race and insurance values the paper's groups put in Other
 ``label_matches``  which model output scores which dataset label (exact, alias, case, unmatched)
 ``splits``         images per split, not decoded, and predicted per model
 ``problem_kinds``  problem rows per stage, reason and action

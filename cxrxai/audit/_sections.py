@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..demographic_groups import fell_to_other
 from ..store import Store
 from ._reasons import action, reason
 
@@ -19,6 +20,9 @@ _RERUN = "re-run `python -m cxrxai precompute` with this cxrxai (it migrates the
 _FILL = "run `python -m cxrxai precompute` or `python -m cxrxai import-predictions` on it"
 _ORIENTATION = re.compile("orientation", re.IGNORECASE)
 AS_IS = "read as is (no note)"
+#: Where race and insurance come from, said when a dataset has none.
+_ADMISSIONS_ONLY = ("only the mimic layout reads it, from MIMIC-IV's admissions.csv(.gz) "
+                    "(--data-option mimic_iv=DIR)")
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,36 @@ def _source_name(source, known: bool) -> str:
     return "source not recorded" if source is None or pd.isna(source) else str(source)
 
 
+def _coverage(name: str, counts: pd.DataFrame, n_images: int) -> str:
+    """``"sex known for 90.0% (n = 18 of 20), from csv:… 15, dicom:… 3"``; race or insurance known
+    for none says where they come from."""
+    rows = counts[(counts["field"] == name) & counts["known"]]
+    known = int(rows["n"].sum())
+    froms = ", ".join(f"{s} {count(n)}" for s, n in rows.groupby("source", sort=False)["n"].sum().items())
+    line = f"{name} known for {share(known, n_images)}" + (f", from {froms}" if froms else "")
+    return f"{line}: {_ADMISSIONS_ONLY}" if not known and name in ("race", "insurance") else line
+
+
+def _paper_other(store: Store, dataset: str, name: str) -> str | None:
+    """Which recorded ``name`` values (race, insurance) the Underdiagnosis paper's groups put in
+    Other, with their n (None when the dataset records none)."""
+    values = store.demographic_values(dataset, name)
+    if values.empty:
+        return None
+    other = fell_to_other(values, name)
+    head = f"{name} in the Underdiagnosis paper's groups (report option {name}=paper): "
+    if other.empty:
+        return head + "no recorded value falls to Other"
+    held = ", ".join(f"{v} {count(n)}" for v, n in zip(other["value"], other["n"]))
+    table = "RACE_GROUPS" if name == "race" else "INSURANCE_GROUPS"
+    unlisted = ", ".join(other.loc[~other["listed"], "value"])
+    rule = f" ({unlisted} not in cxrxai.demographic_groups.{table}: Other by its rule)" if unlisted else ""
+    return f"{head}Other holds {held}{rule}"
+
+
 def demographics(store: Store, dataset: str, n_images: int) -> Section:
-    """Share of images with sex, age and view, and where each value came from."""
+    """Share of images with sex, age and view (and race and insurance, schema v8 on), where each
+    value came from, and which race and insurance values the paper's groups put in Other."""
     title = "Demographic coverage"
     if n_images == 0:
         return Section("demographics", title, empty="the dataset has no images in the store")
@@ -129,12 +161,10 @@ def demographics(store: Store, dataset: str, n_images: int) -> Section:
     counts["source"] = [_source_name(s, bool(k)) for s, k in zip(counts["source"], counts["known"])]
     table = counts.groupby(["field", "source"], sort=False)["n"].sum().reset_index()
     table["percent"] = (100 * table["n"] / n_images).round(1)
-    lines = []
-    for name in ("sex", "age", "view"):
-        rows = counts[(counts["field"] == name) & counts["known"]]
-        known = int(rows["n"].sum())
-        froms = ", ".join(f"{s} {count(n)}" for s, n in rows.groupby("source", sort=False)["n"].sum().items())
-        lines.append(f"{name} known for {share(known, n_images)}" + (f", from {froms}" if froms else ""))
+    fields = store.demographic_fields()
+    lines = [_coverage(name, counts, n_images) for name in fields]
+    lines += [line for name in fields if name in ("race", "insurance")
+              if (line := _paper_other(store, dataset, name))]
     if not store.images_have(["sex_source", "age_source", "view_source"]):
         lines.append(_old_store(store, "where each value came from is"))
     return Section("demographics", title, tuple(lines), table)

@@ -13,11 +13,13 @@ import pandas as pd
 
 from ..errors import StoreError
 
-__all__ = ["PROVENANCE_COLUMNS", "AuditQueries"]
+__all__ = ["ADMISSION_FIELDS", "PROVENANCE_COLUMNS", "AuditQueries"]
 
 #: The image columns schema v5 added: where sex, age and view came from, what the film reader did.
 PROVENANCE_COLUMNS = ("sex_source", "age_source", "view_source", "decode_note")
 _FIELDS = ("sex", "age", "view")
+#: The demographics schema v8 added (MIMIC-IV's admissions), each with its ``<field>_source``.
+ADMISSION_FIELDS = ("race", "insurance")
 
 
 class AuditQueries:
@@ -42,17 +44,33 @@ class AuditQueries:
         """Images of ``dataset`` in the store."""
         return int(self._rows("SELECT count(*) FROM images WHERE dataset = ?", [dataset])[0][0])
 
+    def demographic_fields(self) -> tuple[str, ...]:
+        """The demographics the images table holds: sex, age, view, and race and insurance in a
+        store of schema v8 on."""
+        return _FIELDS + (ADMISSION_FIELDS if self.images_have(ADMISSION_FIELDS) else ())
+
     def demographic_sources(self, dataset: str) -> pd.DataFrame:
-        """Images of ``dataset`` per (field, source, known): field is sex, age or view; ``known``
-        whether the value is there; ``source`` its recorded origin (``csv:<file>``,
+        """Images of ``dataset`` per (field, source, known): field one of :meth:`demographic_fields`;
+        ``known`` whether the value is there; ``source`` its recorded origin (``csv:<file>``,
         ``dicom:<Tag>``, ``derived:<rule>``), missing when none was recorded — and for every
         image of a store older than schema v5, which has no source columns."""
-        have = self.images_have(f"{f}_source" for f in _FIELDS)
+        fields = self.demographic_fields()
+        have = self.images_have(f"{f}_source" for f in fields)
         parts = [f"SELECT '{f}' AS field, {f'{f}_source' if have else 'NULL::VARCHAR'} AS source, "
                  f"{f} IS NOT NULL AS known, count(*) AS n FROM images WHERE dataset = ? GROUP BY ALL"
-                 for f in _FIELDS]
+                 for f in fields]
         return self._df(" UNION ALL ".join(parts) + " ORDER BY field, known DESC, n DESC, source",
-                        [dataset] * len(_FIELDS))
+                        [dataset] * len(fields))
+
+    def demographic_values(self, dataset: str, field: str) -> pd.Series:
+        """Each recorded ``field`` value of ``dataset``'s images, once per image (missing left out);
+        ``field`` one of :meth:`demographic_fields`."""
+        if field not in self.demographic_fields():
+            raise StoreError(f"this store's images have no column {field!r}; they have "
+                             f"{', '.join(self.demographic_fields())}")
+        rows = self._df(f"SELECT {field} AS value FROM images WHERE dataset = ? AND {field} IS NOT NULL",
+                        [dataset])
+        return rows["value"]
 
     def decode_notes(self, dataset: str) -> pd.DataFrame:
         """Images of ``dataset`` per ``decode_note`` (what the film reader did; missing: nothing

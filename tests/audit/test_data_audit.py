@@ -27,6 +27,8 @@ UNKNOWN_LABEL = "unknown label(s) ['Foo']; allowed: ['Atelectasis', 'Effusion'];
 UNRECORDED = ("no label matches recorded: the store was built before cxrxai recorded them; re-run "
               "precompute to record them")
 IMAGES = "/data/nih/images"
+ADMISSIONS_ONLY = ("only the mimic layout reads it, from MIMIC-IV's admissions.csv(.gz) "
+                   "(--data-option mimic_iv=DIR)")
 
 
 def _nih_images() -> pd.DataFrame:
@@ -129,13 +131,40 @@ def test_bit_depth_rescaling_and_orientation_per_reader_note(store_path):
 
 def test_demographic_coverage_and_sources_carry_n(store_path):
     demo = _nih(store_path).section("demographics")
-    assert demo.lines == (f"sex known for 90.0% (n = 18 of 20), from {CSV} 15, {SEX_DICOM} 3",
+    assert demo.lines[:3] == (f"sex known for 90.0% (n = 18 of 20), from {CSV} 15, {SEX_DICOM} 3",
                           f"age known for 80.0% (n = 16 of 20), from {CSV} 15, source not recorded 1",
                           f"view known for 100.0% (n = 20 of 20), from {VIEW_DICOM} 12, {VIEW_RULE} 8")
     table = demo.table.set_index(["field", "source"])["n"].to_dict()
     assert table == {("age", CSV): 15, ("age", "source not recorded"): 1, ("age", "missing"): 4,
                      ("sex", CSV): 15, ("sex", SEX_DICOM): 3, ("sex", "missing"): 2,
-                     ("view", VIEW_DICOM): 12, ("view", VIEW_RULE): 8}
+                     ("view", VIEW_DICOM): 12, ("view", VIEW_RULE): 8,
+                     ("race", "missing"): 20, ("insurance", "missing"): 20}
+    assert demo.lines[3:] == (f"race known for 0.0% (n = 0 of 20): {ADMISSIONS_ONLY}",
+                              f"insurance known for 0.0% (n = 0 of 20): {ADMISSIONS_ONLY}")
+
+
+def test_race_and_insurance_coverage_with_sources_and_the_values_the_papers_groups_put_in_other(tmp_path):
+    path, adm = tmp_path / "mimic.duckdb", "csv:admissions.csv.gz"
+    race = ["WHITE - OTHER EUROPEAN", "PORTUGUESE", "ASIAN - JAPANESE", "PORTUGUESE", "OTHER", None]
+    insurance = ["Medicare", "Private", "Medicaid", None, None, "Medicare"]
+    with write_store(path) as w:
+        w.put_dataset("mimic", source="mimic", labels=["Edema"])
+        w.put_images(pd.DataFrame({
+            "image_id": list("abcdef"), "dataset": "mimic", "race": race, "insurance": insurance,
+            "race_source": [adm] * 5 + [None], "insurance_source": [adm, adm, adm, None, None, adm]}))
+    with open_store(path) as s:
+        demo = audit_store(s, dataset="mimic").datasets[0].section("demographics")
+    assert demo.lines[3:] == (
+        f"race known for 83.3% (n = 5 of 6), from {adm} 5",
+        f"insurance known for 66.7% (n = 4 of 6), from {adm} 4",
+        "race in the Underdiagnosis paper's groups (report option race=paper): Other holds PORTUGUESE 2, "
+        "ASIAN - JAPANESE 1, OTHER 1 (ASIAN - JAPANESE not in cxrxai.demographic_groups.RACE_GROUPS: "
+        "Other by its rule)",
+        "insurance in the Underdiagnosis paper's groups (report option insurance=paper): Other holds "
+        "Private 1")
+    table = demo.table.set_index(["field", "source"])["n"].to_dict()
+    assert (table[("race", adm)], table[("race", "missing")]) == (5, 1)
+    assert (table[("insurance", adm)], table[("insurance", "missing")]) == (4, 2)
 
 
 def test_label_matches_name_each_unmatched_output_and_label(store_path):
@@ -208,6 +237,8 @@ def test_a_store_before_schema_v5_reads_and_says_what_is_missing(tmp_path):
     demo = old.section("demographics")
     assert demo.lines[0] == "sex known for 50.0% (n = 1 of 2), from source not recorded 1"
     assert why in demo.lines[-1]
+    assert not any(line.startswith(("race", "insurance")) for line in demo.lines)  # no such columns
+    assert set(demo.table["field"]) == {"sex", "age", "view"}
 
 
 def test_a_store_without_a_problems_table_says_what_was_skipped_is_not_recorded(tmp_path):
