@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE = {"errors", "labels", "paths", "stats", "validate", "postprocess", "discovery"}
+BASE = {"errors", "labels", "demographic_groups", "paths", "stats", "validate", "postprocess", "discovery"}
 
 #: Which cxrxai packages (or top-level modules) each one may import, besides itself.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "discovery": set(),  # which modules of a package register something
     "labels": {"errors"},
+    "demographic_groups": {"errors"},  # the papers' groupings of recorded race and insurance values
     "paths": {"errors"},  # check_path's PathError
     "stats": {"errors"},
     "validate": {"errors"},
