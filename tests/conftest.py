@@ -106,11 +106,12 @@ def tiny_model_path(tmp_path_factory) -> Path:
 def tiny_full_store(tmp_path_factory, tiny_model_path) -> Path:
     """The whole demo build (maps, sweep, metrics, trust, fidelity) on the tiny cohort and model."""
     from cxrxai.pipeline import Stage, build_demo, predictions_stage, thresholds_stage
+    from cxrxai.pipeline.fidelity import FidelityPlan, fidelity_stage
     from cxrxai.pipeline.lesion_geometry import geometry_stage
     from cxrxai.pipeline.maps import MapConfig, MapPlan, cam_stage, maps_stage, sweep_stage
     from cxrxai.pipeline.references import baseline_stage, reader_stage
     from cxrxai.pipeline.scoring import localization_stage
-    from cxrxai.pipeline.trust import FidelityPlan, TrustPlan, fidelity_stage, trust_stage
+    from cxrxai.pipeline.trust import TrustPlan, trust_stage
 
     plan = MapPlan(maps=(MapConfig("gradientshap", {"baseline": "black", "n_samples": 2, "stdevs": 0.0, "seed": 0,
                                                     "output": "logit", "reduce": "sum"}, per_label=1),

@@ -12,7 +12,7 @@ stages that fill a :class:`~cxrxai.store.StoreWriter`.
 * :mod:`.scoring` — every stored map scored against ground truth (the localization table);
 * :mod:`.references` — what the maps are measured against: baselines and second readers;
 * :mod:`.lesion_geometry` — instances, size and shape of every ground-truth mask;
-* :mod:`.trust` — Arun et al.'s randomization/repeatability and the thesis's fidelity curves;
+* :mod:`.trust` — Arun et al.'s randomization/repeatability; :mod:`.fidelity` — the thesis's fidelity curves;
 * :mod:`.stages` — the stage registry (each stage registered where it is defined);
   :mod:`.plan` — :class:`BuildPlan`, a build's ordered stage names and every choice, given once;
 * :mod:`.dataset`, :mod:`.imports`, :mod:`.demo` — the three builds (a real dataset, predictions

@@ -10,7 +10,15 @@ import pandas as pd
 
 from ..labels import NO_FINDING
 
-__all__ = ["available", "image_rank", "positive_pairs", "sample_pairs", "sweep_cases"]
+__all__ = [
+    "available",
+    "evaluated_positives",
+    "evaluated_split",
+    "image_rank",
+    "positive_pairs",
+    "sample_pairs",
+    "sweep_cases",
+]
 
 
 def positive_pairs(
@@ -37,6 +45,18 @@ def available(ctx, pairs: pd.DataFrame) -> pd.DataFrame:
     """Pairs whose image could be decoded (all of them for the demo)."""
     ids = ctx.options.get("image_ids")
     return pairs if ids is None else pairs[pairs.image_id.isin(set(ids))]
+
+
+def evaluated_split(ctx) -> str | None:
+    """The split a build evaluates (``ctx.options["split"]``; the demo's test split by default)."""
+    return ctx.options.get("split", "test")
+
+
+def evaluated_positives(ctx) -> pd.DataFrame:
+    """The positive (image, finding) pairs of :func:`evaluated_split` whose image could be decoded:
+    what the trust and fidelity stages draw their cases from."""
+    pairs = positive_pairs(ctx.writer, ctx.dataset, evaluated_split(ctx), ctx.model.spec.labels)
+    return available(ctx, pairs)
 
 
 def image_rank(image_ids, seed: int) -> np.ndarray:

@@ -26,10 +26,11 @@ from cxrxai.pipeline.evidence.recompute import (
     sample,
     unchecked,
 )
+from cxrxai.pipeline.fidelity import FidelityPlan
 from cxrxai.pipeline.maps import MapConfig, MapPlan
 from cxrxai.pipeline.plan import BuildPlan
 from cxrxai.pipeline.shortcut import ShortcutPlan, shortcut_stage
-from cxrxai.pipeline.trust import FidelityPlan, TrustPlan
+from cxrxai.pipeline.trust import TrustPlan
 from cxrxai.reports.thesis import occlusion_sweep
 from cxrxai.store import open_store, write_store
 

@@ -12,8 +12,8 @@ import pytest
 from cxrxai.data.decode import RowLoader
 from cxrxai.data.demo import load_demo
 from cxrxai.models.registry import load
+from cxrxai.pipeline.fidelity import FidelityPlan, fidelity_stage
 from cxrxai.pipeline.runner import BuildContext
-from cxrxai.pipeline.trust import FidelityPlan, fidelity_stage
 from cxrxai.store import open_store, write_store
 
 MODEL = "tiny-densenet121"
@@ -74,7 +74,7 @@ def test_main_setting_is_the_stored_default_even_when_the_sweep_has_as_many_maps
     import pandas as pd
 
     from cxrxai.explain import Setting
-    from cxrxai.pipeline.trust import _main_setting
+    from cxrxai.pipeline.fidelity import _main_setting
 
     model = load(tiny_model_path, device="cpu")
     keys = {(p, s): Setting.of("occlusion", {"patch": p, "stride": s}, spec=model.spec).key
@@ -88,7 +88,7 @@ def test_main_setting_is_the_stored_default_even_when_the_sweep_has_as_many_maps
 
 
 def test_fidelity_cases_keep_the_scored_cases_when_more_maps_arrive(tiny_full_store, tiny_model_path, tiny_config):
-    from cxrxai.pipeline.trust import fidelity_cases
+    from cxrxai.pipeline.fidelity import fidelity_cases
 
     data = load_demo(tiny_config, tiny_model_path.parent.parent / "phantoms")
     loader = RowLoader(data.images, [s.image_id for s in data.specs])
@@ -113,7 +113,7 @@ def test_a_methods_fidelity_row_is_the_same_scored_alone_or_beside_the_others(ti
     other maps were scored beside it."""
     import pandas as pd
 
-    from cxrxai.pipeline.trust import _fidelity_rows, _main_setting, _mean_image
+    from cxrxai.pipeline.fidelity import _fidelity_rows, _main_setting, _mean_image
 
     data = load_demo(tiny_config, tiny_model_path.parent.parent / "phantoms")
     loader = RowLoader(data.images, [s.image_id for s in data.specs])

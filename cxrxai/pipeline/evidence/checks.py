@@ -25,6 +25,7 @@ from ...errors import EvidenceSnapshotError
 from ...explain import Setting, get, method_names
 from ...models.registry import load
 from ...store import LOCALIZATION_KEY
+from ..fidelity import _fidelity_rows, _main_setting, _mean_image
 from ..maps import MapPlan, cam_stage, map_units, run_units
 from ..predict import predictions_stage, thresholds_stage
 from ..references import SCORED_IDS
@@ -32,7 +33,7 @@ from ..runner import Stage
 from ..scoring import localization_stage
 from ..shortcut import ShortcutPlan, shortcut_stage
 from ..stages import get_stage
-from ..trust import TRUST_IG, TrustPlan, _fidelity_rows, _main_setting, _mean_image, trust_stage
+from ..trust import TRUST_IG, TrustPlan, trust_stage
 from .provenance import PHANTOMS
 
 __all__ = ["CHECKS", "Check", "Sampled", "checks_of", "cohort", "shortcut_plan"]
