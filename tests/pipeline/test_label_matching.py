@@ -179,6 +179,12 @@ def test_the_pages_show_the_matches_and_open_on_a_labelled_finding_of_any_split(
     assert any("of 2 Pleural Effusion cases (test split)" in c.value for c in at.caption)
     split.set_value("val").run()
     assert any("of 4 Pleural Effusion cases (val split)" in c.value for c in at.caption)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.session_state["store_path"] = str(store)  # anew: AppTest resends the last case's widgets
+    at.run()
+    at.switch_page("pages/explorer.py").run()
+    next(r for r in at.radio if r.label == "Split").set_value("all").run()
+    assert any("of 8 Pleural Effusion cases (every split)" in c.value for c in at.caption)
 
 
 def test_scores_of_an_earlier_split_follow_thresholds_chosen_later(tmp_path, capsys):
