@@ -234,7 +234,7 @@ def no_finding_truth(store: Store) -> str:
         if any(lab.casefold() == NO_FINDING.casefold() for lab in labels):
             continue
         kind = str(d.source).split(" ")[0]
-        head = f"dataset {d.dataset} ({kind}) labels {', '.join(labels) or 'nothing'} and no {NO_FINDING!r}"
+        head = f"Dataset {d.dataset} ({kind}) labels {', '.join(labels) or 'nothing'} and no {NO_FINDING!r}"
         parts.append(f"{head}: give it a {NO_FINDING!r} column in its CSV (1: a film with no finding), "
                      f"named in `--data-option labels=...,{NO_FINDING}`, and run `python -m cxrxai "
                      "precompute --dataset folder ...` again" if kind == "folder" else

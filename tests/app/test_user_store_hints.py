@@ -136,7 +136,7 @@ def test_no_finding_without_ground_truth_says_how_to_give_the_dataset_one(tmp_pa
         run_report(s, "underdiagnosis", "nf")
     hint = str(err.value)
     assert "Thresholds:" not in hint and "--thresholds" not in hint, hint
-    assert "dataset myfilms (folder) labels Effusion, Nodule and no 'No Finding'" in hint, hint
+    assert "Dataset myfilms (folder) labels Effusion, Nodule and no 'No Finding'" in hint, hint
     assert "a 'No Finding' column in its CSV" in hint and "labels=...,No Finding" in hint, hint
 
 
