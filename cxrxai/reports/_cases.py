@@ -12,7 +12,15 @@ from ..store import Store, main_rows
 from ..summaries import fill_hint, will_come
 from ..summaries.cases import with_metrics
 
-__all__ = ["labels_only", "localization_cases", "need", "require_metrics", "second_readers", "with_metrics"]
+__all__ = [
+    "labels_only",
+    "localization_cases",
+    "need",
+    "no_region",
+    "require_metrics",
+    "second_readers",
+    "with_metrics",
+]
 
 SLICES = ("true_positive", "positive", "all")
 
@@ -24,6 +32,24 @@ def need(df: pd.DataFrame, store: Store, what: str, table: str, model_id: str | 
         yet = " yet" if will_come(store, table, model_id) else ""
         raise StoreError(f"{whose} no {what}{yet} (table {table}); {fill_hint(store, table, model_id)}")
     return df
+
+
+def no_region(store: Store, model_id: str, loc: pd.DataFrame, reader: str = "gt") -> str | None:
+    """Why none of the scored rows ``loc`` has a ground-truth region (``gt_positive``), or ``None``
+    when some do: the store has no region of ``reader`` at all (a dataset of labels only), or it has
+    some but none on the scored (image, finding) pairs."""
+    if loc["gt_positive"].fillna(False).astype(bool).any():
+        return None
+    regions = store.annotations(reader=reader)
+    if regions.empty:
+        return labels_only(model_id)
+    pairs = loc[["image_id", "label"]].drop_duplicates()
+    return (
+        f"none of model {model_id!r}'s {len(pairs)} scored (image, finding) pairs has a ground-truth "
+        f"region of reader {reader!r}: the store's {regions.image_id.nunique()} images with a box or mask "
+        "are not among them (another split, or findings the model does not score). Precompute the split "
+        "that holds them (`python -m cxrxai precompute ... --split all`)"
+    )
 
 
 def labels_only(model_id: str) -> str:
@@ -121,12 +147,14 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
     if params_key is None:  # chosen on every case, not the slice, so every report scores the same setting
         loc = main_rows(loc, store.default_settings(model_id))
     elif params_key != "*":
+        stored = sorted(loc.params_key.unique())
         loc = loc[loc.params_key == params_key]
+        if loc.empty:
+            raise UnknownNameError("params_key of the scored maps", params_key, stored)
     sliced = _sliced(loc, slice_)
     if sliced.empty:
-        if not loc["gt_positive"].fillna(False).astype(bool).any():
-            raise StoreError(labels_only(model_id))
-        raise StoreError(_no_case_in_slice(model_id, loc, slice_, method))
+        why = no_region(store, model_id, loc, reader)
+        raise StoreError(why or _no_case_in_slice(model_id, loc, slice_, method))
     loc = sliced
     groups = [c for c in ("race", "insurance") if store.images_have([c])]  # since schema v8
     imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split", *groups])

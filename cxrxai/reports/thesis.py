@@ -15,7 +15,7 @@ from ..errors import StoreError, UnknownNameError
 from ..explain import setting_names
 from ..metrics import registry as metric_registry
 from ..store import SWEEP_PLAN_META, Store
-from ._cases import labels_only, localization_cases, need, require_metrics, with_metrics
+from ._cases import localization_cases, need, no_region, require_metrics, with_metrics
 from ._registry import report
 
 __all__ = ["CLOCKS", "explainer_ranking", "explainer_table", "fidelity_summary", "map_timing",
@@ -97,15 +97,16 @@ def explainer_ranking(store: Store, model_id: str, *, metric: str = "iou", slice
         scores = {k: t[label].dropna() for k, t in tables.items() if label in t and t[label].notna().any()}
         rows += _ranked(label, scores, metric, n_boot, seed)
     if not rows:
-        raise StoreError(_nothing_to_rank(loc, model_id, metric, slice_))
+        raise StoreError(_nothing_to_rank(store, loc, model_id, metric, slice_))
     columns = RANKING_COLUMNS[:4] + [metric] + RANKING_COLUMNS[4:]
     return pd.DataFrame(rows, columns=columns)
 
 
-def _nothing_to_rank(loc: pd.DataFrame, model_id: str, metric: str, slice_: str) -> str:
-    """Why no explainer could be ranked: no ground-truth region at all, or none in this slice."""
-    if not loc["gt_positive"].fillna(False).astype(bool).any():
-        return labels_only(model_id)
+def _nothing_to_rank(store: Store, loc: pd.DataFrame, model_id: str, metric: str, slice_: str) -> str:
+    """Why no explainer could be ranked: no ground-truth region on the scored maps, or none in this slice."""
+    why = no_region(store, model_id, loc)
+    if why:
+        return why
     return (
         f"model {model_id!r} has no {slice_.replace('_', '-')} case with a finite {metric} for any "
         "explainer; try --option slice=positive or another metric"
