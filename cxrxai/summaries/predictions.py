@@ -61,9 +61,20 @@ def split_note(store: Store, model_id: str, split: str | None = None) -> str:
             f"of {model_id}")
     if not others:
         return head + "."
-    why = (" — reports evaluate the test split where there is one (thresholds are chosen on val)"
+    why = (f" — reports evaluate the test split where there is one{_threshold_source(store, model_id)}"
            if split is None else "")
     return f"{head} (not counted: {others}){why}."
+
+
+def _threshold_source(store: Store, model_id: str) -> str:
+    """Where ``model_id``'s decision thresholds were chosen, as the store records it (a split, a
+    model's card, a file), in parentheses; empty when it has none."""
+    rows = store.thresholds(model_id)
+    if rows.empty:
+        return ""
+    sources = sorted({f"chosen on {sp}" if isinstance(sp, str) and sp else f"from {m}"
+                      for sp, m in zip(rows["split"], rows["method"])})
+    return f" (thresholds {', '.join(sources)})"
 
 
 def prediction_table(store: Store, model_id: str, *, split: str | None = None) -> pd.DataFrame:
