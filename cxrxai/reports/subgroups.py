@@ -108,7 +108,7 @@ def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what:
 def _why_none(store: Store, ids, column: str, empty: bool) -> str:
     """Why no image of ``ids`` has ``column`` (``empty``: none has it) and how to supply it."""
     if empty and column in ("race", "insurance"):
-        return f"no image of this store records {column}: {_FROM_ADMISSIONS}"
+        return f"none of these {len(ids):,} images records {column}: {_FROM_ADMISSIONS}"
     return no_group_reason(store, ids, column)
 
 

@@ -241,7 +241,7 @@ def test_a_grouping_the_store_lacks_names_the_ones_it_has_and_how_to_get_it(sexl
             with pytest.raises(StoreError) as err:
                 run_report(store, "subgroup-tpr", "m", by=by, split="all")
             text = str(err.value)
-            assert f"no image of this store records {by}" in text
+            assert re.search(f"none of these [0-9,]+ images records {by}", text)
             assert "groupings it has: age_bin, view" in text  # no sex: the headers carry none
             assert "admissions.csv" in text and "mimic_iv=" in text
         with pytest.raises(UnknownNameError, match="grouping 'religion'; allowed: .*race.*insurance"):
@@ -273,7 +273,7 @@ def test_a_store_from_before_race_and_insurance_says_how_to_get_them(tmp_path):
     con.close()
     with open_store(path) as store:
         assert len(run_report(store, "subgroup-tpr", "m", by="sex"))  # read as it is
-        with pytest.raises(StoreError, match="no image of this store records insurance.*groupings it has: sex"):
+        with pytest.raises(StoreError, match="none of these [0-9,]+ images records insurance.*groupings it has: sex"):
             run_report(store, "subgroup-tpr", "m", by="insurance")
 
 
