@@ -166,13 +166,18 @@ def _explanation_notes(ctx: Context) -> dict[str, str]:
     """The captions the Benchmark and Geometry pages print beside the same tables (one function each)."""
     from ..summaries import box_geometry_caveat, findings_without_rows, ranking_caption
 
-    notes = {"explainer-ranking": ranking_caption(ctx.store),
+    notes = {"explainer-ranking": ranking_caption(ctx.store, **_n_boot(ctx.options(RANKING))),
              "geometry": box_geometry_caveat(ctx.store) or ""}
     table = ctx.run(_EXPLANATIONS[0])
     if not isinstance(table, Missing):
         slice_ = ctx.options(_EXPLANATIONS[0]).get("slice", "true_positive")
         notes["explainers"] = findings_without_rows(ctx.store, ctx.model_id, table, slice_) or ""
     return notes
+
+
+def _n_boot(options: dict) -> dict:
+    """The ``n_boot`` option a view was run with, for its caption (none: the report's default)."""
+    return {"n_boot": int(options["n_boot"])} if "n_boot" in options else {}
 
 
 #: The gallery's explainer and metric: Grad-CAM's maps are stored for every case (maps at the

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..store import SWEEP_PLAN_META, Store
-from .hints import _is_demo, comparison_hint, fill_command
+from .hints import comparison_hint, fill_command, is_demo
 
 __all__ = ["box_geometry_caveat", "findings_without_rows", "ranking_caption", "reference_regions",
            "sweep_stored", "trust_gaps"]
@@ -25,7 +25,7 @@ def _kinds(store: Store) -> pd.Series:
 def reference_regions(store: Store) -> str:
     """What the scores are measured against: the reference reader (gt) and what it drew — the demo's
     exact phantom masks, or this store's boxes and masks with their counts."""
-    if _is_demo(store):
+    if is_demo(store):
         return "the reference reader (gt): exact phantom masks"
     kinds = _kinds(store)
     if kinds.empty:
@@ -35,11 +35,12 @@ def reference_regions(store: Store) -> str:
     return f"the reference reader (gt): {drawn}"
 
 
-def ranking_caption(store: Store) -> str:
-    """The caption of the explainer ranking (the Benchmark page's, the dossier's)."""
+def ranking_caption(store: Store, *, n_boot: int = 1000) -> str:
+    """The caption of the explainer ranking (the Benchmark page's, the dossier's) run with
+    ``n_boot`` resamples (the report's option)."""
     return ("Per finding, explainers by mean score; each is compared with the best on the cases both "
-            "scored (paired bootstrap over cases, 1,000 resamples, 95 % percentile interval). \"behind\": "
-            f"the interval excludes 0. Against {reference_regions(store)}.")
+            f"scored (paired bootstrap over cases, {n_boot:,} resamples, 95 % percentile interval). "
+            f"\"behind\": the interval excludes 0. Against {reference_regions(store)}.")
 
 
 def findings_without_rows(store: Store, model_id: str, table: pd.DataFrame, slice_: str) -> str | None:
@@ -110,7 +111,7 @@ def sweep_stored(store: Store, model_id: str, counts: str) -> str:
     """The maps the occlusion sweep section rests on (``counts``: :func:`~cxrxai.present.sweep_counts`):
     as counted, where the sweep recorded its plan (or in the demo); else no sweep ran here (the sweep
     stage records its plan before its first map), and the settings are the occlusion explainer's."""
-    if _is_demo(store) or store.meta(SWEEP_PLAN_META.format(model_id=model_id)):
+    if is_demo(store) or store.meta(SWEEP_PLAN_META.format(model_id=model_id)):
         return counts
     counts = counts.replace(" stored (plan not recorded)", " stored")
     return (f"{counts}; no sweep was planned in this store: "

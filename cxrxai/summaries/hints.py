@@ -9,8 +9,18 @@ from ..labels import NO_FINDING
 from ..store import CAM_ONLY_META, Store
 from ..store.status import BACKGROUND_ENV, background_mode, read_status
 
-__all__ = ["FILLED_BY", "THRESHOLDS_FILL", "cannot_have", "comparison_hint", "fill_command", "fill_hint",
-           "no_finding_truth", "resume_hint", "will_come"]
+__all__ = [
+    "FILLED_BY",
+    "THRESHOLDS_FILL",
+    "cannot_have",
+    "comparison_hint",
+    "fill_command",
+    "fill_hint",
+    "is_demo",
+    "no_finding_truth",
+    "resume_hint",
+    "will_come",
+]
 
 #: How a model's missing thresholds get filled (a precompute of the test split alone has no
 #: validation predictions to choose them on): the end of every "no decision" sentence.
@@ -25,7 +35,7 @@ THRESHOLDS_FILL = (
 def fill_command(store: Store, what: str = "predictions") -> str:
     """The command that fills ``what`` in this store: the demo build for the demo store, else a
     precompute (or an import, for predictions)."""
-    if "demo" in set(store.datasets().get("dataset", [])):
+    if is_demo(store):
         return "python -m cxrxai demo"
     if what == "predictions":
         return "python -m cxrxai precompute --model ... (or import-predictions --predictions preds.csv)"
@@ -87,7 +97,7 @@ def _build_hint(store: Store, what: str, model_id: str | None, *, method, status
                 mode: str) -> str:
     """:func:`fill_hint` for a model the build gives everything it computes."""
     if status is None:
-        if mode == "off" and _is_demo(store) and not store.meta("evidence_built_at"):
+        if mode == "off" and is_demo(store) and not store.meta("evidence_built_at"):
             return f"the app's background build is off ({BACKGROUND_ENV}=0): fill it with `{_RESUME}`"
         return f"fill it with `{fill_command(store, what)}`"
     step = _step(status, what, model_id, method, start=status.get("stage_index") or 1)
@@ -200,14 +210,20 @@ def _has(store: Store, what: str, model_id: str, method: str | None) -> bool:
     return not (scored[scored.method == method] if method else scored).empty
 
 
-def _is_demo(store: Store) -> bool:
-    return "demo" in set(store.datasets().get("dataset", []))
+def is_demo(store: Store) -> bool:
+    """Whether ``store`` holds the phantom demo: a dataset named ``demo`` built from a phantom
+    configuration (a user's folder dataset given ``name=demo`` is not the demo)."""
+    ds = store.datasets()
+    if ds.empty or "dataset" not in ds:
+        return False
+    configs = ds.loc[ds["dataset"] == "demo", "config"] if "config" in ds else []
+    return any("marker_probability" in str(c) for c in configs)
 
 
 def _reader_source(store: Store) -> str:
     """What fills the human benchmark in this store: the demo's second reader, or the second readers
     of the store's own annotations (a store without them cannot have it: :func:`cannot_have`)."""
-    if _is_demo(store):
+    if is_demo(store):
         return ("the demo's second reader (hb-synthetic: the reference masks redrawn with a reader's "
                 "variation) fills it")
     readers = store.annotation_readers()
@@ -252,7 +268,7 @@ def cannot_have(store: Store, what: str) -> str | None:
     reproducibility) in this store, a user's own: the planted shortcut, the demo's experiment; the
     human benchmark, without a second reader's annotations; the comparison with another model,
     which ``precompute`` never makes. None when a command fills it (always, in the demo store)."""
-    if _is_demo(store):
+    if is_demo(store):
         return None
     datasets = ", ".join(sorted(set(store.datasets().get("dataset", [])))) or "none"
     if what == "shortcut":
