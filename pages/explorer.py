@@ -110,7 +110,7 @@ with st.expander("Filters", expanded=True):
 view = summaries.filter_cases(cases, finding=finding, sexes=sexes, age_bins=ages, outcomes=outcomes,
                               prob_range=prob_range, metric=score, metric_range=score_range, pairs=pairs)
 of = f"{len(pairs)} selected pairs" if pairs else f"{int((cases.label == finding).sum())} {finding} cases"
-st.caption(f"{len(view)} of {of} (" + ("every split" if split == "all" else f"{split} split") + ")")
+st.caption(f"{len(view)} of {of} (" + ("every split" if split == summaries.ALL else f"{split} split") + ")")
 columns = ["image_id", "label", "outcome", "prob", "threshold", "sex", "age", "view",
            *metric_names(view="cases")]
 shown, cells = _case_grid.grid_data(view[columns])

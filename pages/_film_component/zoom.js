@@ -5,7 +5,7 @@
 // component's key, each axis's range as fractions of the axis's full range (the film's own extent):
 // a new figure of the same case(s) opens at it; with "Keep zoom" (PACS' linked views) a figure of
 // other cases too, on the same film-relative region (scaled when the films' sizes differ).
-// Pure functions first (tests/app/test_film_component.py runs them in Node), then the storage.
+// Pure functions first (tests/app/test_film_zoom.py runs them in Node), then the storage.
 "use strict";
 
 const AXIS = /^[xy]axis\d*$/;
