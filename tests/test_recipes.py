@@ -97,7 +97,8 @@ st.write("toy page", store.table_counts())
 
 #: Run in the scratch copy: the CLI's help of ``argv`` (stdout).
 HELP = '''
-import contextlib, io, json, sys
+import contextlib, io, json, os, sys
+os.environ["COLUMNS"] = "10000"  # argparse wraps at the terminal's width, hyphenated names too
 from cxrxai.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):

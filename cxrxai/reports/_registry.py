@@ -95,7 +95,7 @@ def run_report(store: Store, name: str, model_id: str, **options) -> pd.DataFram
     Traceback (most recent call last):
     ...
     cxrxai.errors.UnknownNameError: unknown option of report 'subgroup-tpr' 'colour';
-    allowed: 'by', 'ci', 'split'
+    allowed: 'by', 'ci', 'split', 'race', 'insurance'
     """
     allowed = report_options(name)
     kwargs = {}

@@ -20,10 +20,14 @@ from pathlib import Path
 from ...errors import EvidenceSnapshotError
 from ...store import SCHEMA_VERSION
 
-__all__ = ["PHANTOMS", "PROVENANCE", "check", "code_version", "completed_steps", "read", "sha256",
+__all__ = ["PHANTOMS", "PROVENANCE", "RECORDS", "check", "code_version", "completed_steps", "read", "sha256",
            "sources_sha256"]
 
 PROVENANCE = "provenance.json"
+#: Tables that record what a build registered — its models (checked by their weights' sha256) and
+#: their label matches (exact names over the phantom labels) — not numbers a step computes: a build
+#: writes them before the snapshot is imported, and no check recomputes them.
+RECORDS = ("meta", "models", "label_matches")
 #: The folder of a snapshot that holds its phantoms' annotations (gzipped, as the render cache names
 #: them): a recomputation reads the ground truth there and draws only the films it needs.
 PHANTOMS = "phantoms"

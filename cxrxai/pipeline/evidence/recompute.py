@@ -31,8 +31,6 @@ from .checks import CHECKS, Check, Sampled, checks_of, cohort
 __all__ = ["CHECKS", "RUN_COLUMNS", "Check", "cohort", "differences", "partners", "recompute",
            "recompute_together", "sample", "unchecked"]
 
-#: Tables that are the snapshot's own record, checked otherwise (the weights by sha256).
-_RECORDS = ("meta", "models")
 #: Columns that describe the run that wrote a row (how long a map took, by which clock, on what,
 #: when), not its result: never compared.
 RUN_COLUMNS = ("seconds", "timing", "device", "created_at")
@@ -53,7 +51,7 @@ def unchecked(folder: str | Path) -> dict[str, int]:
     folder = Path(folder)
     out = {}
     for table, n in provenance.read(folder)["tables"].items():
-        if not n or table in _RECORDS:
+        if not n or table in provenance.RECORDS:
             continue
         rows = _rows(folder, table)
         covered = np.zeros(len(rows), bool)

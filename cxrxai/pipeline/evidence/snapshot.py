@@ -129,9 +129,6 @@ def _ship_annotations(store_path: str | Path, folder: Path, dataset: str) -> dic
     return out
 
 
-#: Tables a build writes before the snapshot is imported (what it registered, not results).
-_RECORDS = ("meta", "models", "label_matches")
-
 
 def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
                     phantom_config: dict | None) -> dict:
@@ -147,7 +144,7 @@ def import_snapshot(writer, folder: str | Path, *, models_dir: str | Path,
         return {"skipped": "the dataset has no phantom configuration to compare"}
     if not (folder / PROVENANCE).is_file():
         return {"skipped": f"no evidence snapshot at {folder}"}
-    if any(writer.table_counts().get(t) for t in shipped_tables() if t not in _RECORDS):
+    if any(writer.table_counts().get(t) for t in shipped_tables() if t not in provenance.RECORDS):
         return {"skipped": "the store has results already; a snapshot goes into a new store only"}
     try:
         prov = provenance.read(folder)
