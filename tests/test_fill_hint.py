@@ -13,6 +13,7 @@ import pytest
 from cxrxai.models.spec import ModelSpec
 from cxrxai.store import CAM_ONLY_META, open_store, write_store
 from cxrxai.summaries import fill_hint
+from cxrxai.summaries.hints import DEMO_SOURCE
 
 MAIN, SEED, RESNET = "demo-densenet121", "demo-densenet121-seed1", "demo-resnet18"
 STEPS = ("predictions", "thresholds", "localization (CAMs)", "maps", "trust")
@@ -39,7 +40,7 @@ def _trust_rows(model_id: str) -> pd.DataFrame:
 def _store(tmp_path, *, dataset="demo", trust_of=(), readers=("gt",)):
     path = tmp_path / f"{dataset}.duckdb"
     with write_store(path) as w:
-        w.put_dataset(dataset, source="unit", labels=["A"])
+        w.put_dataset(dataset, source=DEMO_SOURCE if dataset == "demo" else "unit", labels=["A"])  # as the build
         w.put_images(pd.DataFrame({"image_id": ["i1"], "dataset": dataset, "patient_id": ["p1"], "sex": "F",
                                    "age": 61.0, "age_bin": "60-80", "view": "PA", "split": "test", "width": 8,
                                    "height": 8}))

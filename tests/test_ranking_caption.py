@@ -27,7 +27,7 @@ class _NamedDemo(_Store):
     """A user's folder dataset given ``name=demo``: not the phantom demo."""
 
     def datasets(self):
-        return pd.DataFrame({"dataset": ["demo"], "config": ['{"csv": "labels.csv", "name": "demo"}']})
+        return pd.DataFrame({"dataset": ["demo"], "source": ["/home/me/xrays"]})
 
 
 def test_a_folder_named_demo_is_not_the_phantom_demo():

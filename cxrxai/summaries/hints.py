@@ -210,14 +210,20 @@ def _has(store: Store, what: str, model_id: str, method: str | None) -> bool:
     return not (scored[scored.method == method] if method else scored).empty
 
 
+#: The source the demo build registers its dataset with (``pipeline.demo_cases.put_demo_dataset``).
+DEMO_SOURCE = "cxrxai phantom"
+
+
 def is_demo(store: Store) -> bool:
-    """Whether ``store`` holds the phantom demo: a dataset named ``demo`` built from a phantom
-    configuration (a user's folder dataset given ``name=demo`` is not the demo)."""
+    """Whether ``store`` holds the phantom demo: a dataset named ``demo`` that the demo build
+    registered, or built from a phantom configuration (a user's folder dataset given ``name=demo``
+    is not the demo)."""
     ds = store.datasets()
     if ds.empty or "dataset" not in ds:
         return False
-    configs = ds.loc[ds["dataset"] == "demo", "config"] if "config" in ds else []
-    return any("marker_probability" in str(c) for c in configs)
+    demo = ds[ds["dataset"] == "demo"]
+    by_source = DEMO_SOURCE in set(demo.get("source", []))
+    return by_source or any("marker_probability" in str(c) for c in demo.get("config", []))
 
 
 def _reader_source(store: Store) -> str:
