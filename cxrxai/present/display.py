@@ -36,8 +36,9 @@ def value_text(value: float, why: str, *, digits: int = 3) -> str:
     return why if value is None or value != value else f"{value:.{digits}f}"
 
 
-def sweep_counts(sweep: pd.DataFrame) -> str:
-    """The maps each sweep setting has stored of those planned, where the store recorded the plan.
+def sweep_counts(sweep: pd.DataFrame, *, unplanned: str = " (plan not recorded)") -> str:
+    """The maps each sweep setting has stored of those planned, where the store recorded the plan;
+    ``unplanned`` follows "k stored" where it did not (empty where no sweep ran: nothing was planned).
 
     >>> sweep_counts(pd.DataFrame({"patch": [16, 8], "stride": [8, 8], "maps": [1, 3],
     ...                            "maps_planned": [5, None]}))
@@ -45,7 +46,7 @@ def sweep_counts(sweep: pd.DataFrame) -> str:
     """
     planned = sweep["maps_planned"] if "maps_planned" in sweep else [None] * len(sweep)
     return "; ".join(f"{p}/{s}: {k} of {int(n)} planned" if n is not None and n == n
-                     else f"{p}/{s}: {k} stored (plan not recorded)"
+                     else f"{p}/{s}: {k} stored{unplanned}"
                      for p, s, k, n in zip(sweep["patch"], sweep["stride"], sweep["maps"], planned))
 
 

@@ -13,6 +13,7 @@ from .captions import (
     findings_without_rows,
     ranking_caption,
     reference_regions,
+    sweep_ran,
     sweep_stored,
     trust_gaps,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "resume_hint",
     "roc_table",
     "split_choices",
+    "sweep_ran",
     "sweep_stored",
     "trust_gaps",
     "will_come",

@@ -10,7 +10,7 @@ from ..store import SWEEP_PLAN_META, Store
 from .hints import comparison_hint, fill_command, is_demo
 
 __all__ = ["box_geometry_caveat", "findings_without_rows", "ranking_caption", "reference_regions",
-           "sweep_stored", "trust_gaps"]
+           "sweep_ran", "sweep_stored", "trust_gaps"]
 
 _CRITERIA = ("utility", "randomization", "repeatability", "reproducibility")
 _SLICE_WORDS = {"true_positive": "true-positive", "positive": "positive", "all": "scored"}
@@ -107,14 +107,19 @@ def _utility_gap(store: Store, model_id: str) -> str:
     return "the method's scores and the average mask's share no case"
 
 
+def sweep_ran(store: Store, model_id: str) -> bool:
+    """Whether an occlusion sweep ran for ``model_id`` (the sweep stage records its plan before its
+    first map; the demo's older stores ran it without recording one)."""
+    return is_demo(store) or bool(store.meta(SWEEP_PLAN_META.format(model_id=model_id)))
+
+
 def sweep_stored(store: Store, model_id: str, counts: str) -> str:
-    """The maps the occlusion sweep section rests on (``counts``: :func:`~cxrxai.present.sweep_counts`):
-    as counted, where the sweep recorded its plan (or in the demo); else no sweep ran here (the sweep
-    stage records its plan before its first map), and the settings are the occlusion explainer's."""
-    if is_demo(store) or store.meta(SWEEP_PLAN_META.format(model_id=model_id)):
+    """The maps the occlusion sweep section rests on (``counts``: :func:`~cxrxai.present.sweep_counts`,
+    without its plan note where no sweep ran): as counted where a sweep ran (:func:`sweep_ran`); else
+    the settings are the occlusion explainer's, and the command that adds the sweep's."""
+    if sweep_ran(store, model_id):
         return counts
-    counts = counts.replace(" stored (plan not recorded)", " stored")
     return (f"{counts}; no sweep was planned in this store: "
             "these are the occlusion explainer's maps (`--explainers occlusion`), and "
-            f"`{fill_command(store, 'sweep').replace(' --explainers gradcam,gradcam++', '')}` adds the "
-            "sweep's other patch / stride settings")
+            f"`{fill_command(store, 'sweep', explainers=None)}` adds the sweep's other patch / stride "
+            "settings")

@@ -32,9 +32,11 @@ THRESHOLDS_FILL = (
 )
 
 
-def fill_command(store: Store, what: str = "predictions") -> str:
+def fill_command(
+    store: Store, what: str = "predictions", *, explainers: str | None = "gradcam,gradcam++"
+) -> str:
     """The command that fills ``what`` in this store: the demo build for the demo store, else a
-    precompute (or an import, for predictions)."""
+    precompute (or an import, for predictions) with ``explainers`` (``None``: the option left out)."""
     if is_demo(store):
         return "python -m cxrxai demo"
     if what == "predictions":
@@ -46,7 +48,8 @@ def fill_command(store: Store, what: str = "predictions") -> str:
         "fidelity": " --analyses fidelity",
         "sweep": " --analyses sweep",
     }.get(what, "")
-    return f"python -m cxrxai precompute --model ... --explainers gradcam,gradcam++{extra}"
+    chosen = f" --explainers {explainers}" if explainers else ""
+    return f"python -m cxrxai precompute --model ...{chosen}{extra}"
 
 
 #: Which steps of a build fill which evidence (the names of the stages that write it, as a build's
