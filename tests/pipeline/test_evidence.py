@@ -36,6 +36,7 @@ from cxrxai.pipeline.evidence.recompute import (
     recompute,
     recompute_together,
     sample,
+    sample_together,
     unchecked,
 )
 from cxrxai.pipeline.runner import Stage
@@ -98,9 +99,10 @@ def shipped_checks(costly: bool) -> list[str]:
 @functools.cache
 def _shipped_recomputed(names: tuple[str, ...]) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """The seeded samples of the checks ``names`` (:func:`partners`: one build recomputes them all)
-    that ship rows, recomputed together: each check's sample is the one it has alone; cached so
-    that the partners' tests share the build."""
-    samples = {n: sample(SNAPSHOT, n, N_ROWS, SEED) for n in names}
+    that ship rows, recomputed together: a localization check's metric scores drawn on the maps its
+    localization rows rest on (:func:`sample_together`: each map computed once); cached so that the
+    partners' tests share the build."""
+    samples = sample_together(SNAPSHOT, names, N_ROWS, SEED)
     samples = {n: rows for n, rows in samples.items() if len(rows)}
     again = recompute_together(SNAPSHOT, samples, models_dir=paths.shipped_models_dir(),
                                data_dir=paths.demo_data_dir())

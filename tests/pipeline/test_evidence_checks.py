@@ -18,12 +18,14 @@ from cxrxai.pipeline.demo import PHASE_STAGES, build_demo
 from cxrxai.pipeline.evidence import PROVENANCE, export_snapshot, import_snapshot
 from cxrxai.pipeline.evidence.recompute import (
     CHECKS,
+    MAP_UNIT,
     RUN_COLUMNS,
     differences,
     partners,
     recompute,
     recompute_together,
     sample,
+    sample_together,
     unchecked,
 )
 from cxrxai.pipeline.fidelity import FidelityPlan
@@ -161,6 +163,25 @@ def test_a_fidelity_row_of_another_region_is_found(world, tmp_path):
     rows = sample(copy, "fidelity", 1, SEED)
     found = differences(rows, recompute(copy, rows, "fidelity", models_dir=models, data_dir=data_dir), check.key)
     assert any(": region " in f for f in found), found
+
+
+def test_partners_sampled_together_rest_on_the_maps_drawn_first(world):
+    """A localization check's scores are drawn on the maps its localization rows rest on (a map is
+    what a recomputation pays for); each check keeps its n rows, and a check whose rows are not maps'
+    (or too few rest on the drawn maps) draws as alone."""
+    folder = world[0]
+    names = ("localization", "localization_scores", "geometry")
+    together = sample_together(folder, names, 2, SEED)
+    assert [len(together[n]) for n in names] == [2, 2, 2]
+
+    def maps(rows):
+        return set(rows[list(MAP_UNIT)].itertuples(index=False, name=None))
+
+    assert maps(together["localization_scores"]) <= maps(together["localization"])
+    assert maps(sample(folder, "localization_scores", 2, SEED)) - maps(together["localization"])  # alone: others
+    pd.testing.assert_frame_equal(together["geometry"], sample(folder, "geometry", 2, SEED))
+    apart = sample_together(folder, ("localization: baselines", "localization_scores"), 2, SEED)  # no shared map
+    pd.testing.assert_frame_equal(apart["localization_scores"], sample(folder, "localization_scores", 2, SEED))
 
 
 def test_partners_recomputed_together_give_each_its_rows_as_alone(world):

@@ -29,7 +29,7 @@ from . import provenance
 from .checks import CHECKS, Check, Sampled, checks_of, cohort
 
 __all__ = ["CHECKS", "RUN_COLUMNS", "Check", "cohort", "differences", "partners", "recompute",
-           "recompute_together", "sample", "unchecked"]
+           "recompute_together", "sample", "sample_together", "unchecked"]
 
 #: Columns that describe the run that wrote a row (how long a map took, by which clock, on what,
 #: when), not its result: never compared.
@@ -68,6 +68,34 @@ def sample(folder: str | Path, name: str, n: int, seed: int) -> pd.DataFrame:
     check = _check(name)
     rows = check.rows(_rows(Path(folder), check.table))
     return rows.sample(n=min(n, len(rows)), random_state=seed).reset_index(drop=True)
+
+
+#: What one map is, in the rows that rest on it: a check's rows share these columns with its
+#: partners' (a localization row and its metrics' scores rest on one map, computed once)
+MAP_UNIT = ("model_id", "image_id", "label", "source", "method", "params_key")
+
+
+def sample_together(folder: str | Path, names: list[str] | tuple[str, ...], n: int, seed: int
+                    ) -> dict[str, pd.DataFrame]:
+    """Each check's seeded sample of ``n`` rows, for checks recomputed together (:func:`partners`):
+    a map is the unit a recomputation pays for, so a check whose rows rest on maps a check before it
+    drew (its rows have :data:`MAP_UNIT`) draws its ``n`` rows among the rows on those maps when they
+    hold ``n``; otherwise it draws as :func:`sample` does, and its maps join the drawn ones. Every
+    check still gets ``n`` rows (fewer when it has fewer); the localization rows and their metrics'
+    scores of one setting then rest on the same maps, half the maps computed."""
+    drawn: set[tuple] = set()
+    out = {}
+    for name in names:
+        check = _check(name)
+        rows = check.rows(_rows(Path(folder), check.table))
+        if not set(MAP_UNIT) <= set(rows.columns):
+            out[name] = sample(folder, name, n, seed)
+            continue
+        on = rows[pd.MultiIndex.from_frame(rows[list(MAP_UNIT)]).isin(drawn)] if drawn else rows.iloc[:0]
+        pool = on if len(on) >= n else rows
+        out[name] = pool.sample(n=min(n, len(pool)), random_state=seed).reset_index(drop=True)
+        drawn |= set(out[name][list(MAP_UNIT)].itertuples(index=False, name=None))
+    return out
 
 
 def _taken(folder: Path, tables: tuple[str, ...], model_id: str) -> Stage:
