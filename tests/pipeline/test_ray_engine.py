@@ -234,14 +234,28 @@ def cluster(tmp_path_factory):
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+def _ours(pid: Path, temp_dir: Path) -> bool:
+    """Whether process ``pid`` (its ``/proc`` folder) is this cluster's: its command line names the
+    temp dir, or (a node's agents, which retitle themselves ``ray::DashboardAgent``) a file it has
+    open lies there."""
+    try:
+        if str(temp_dir).encode() in (pid / "cmdline").read_bytes():
+            return True
+        return any(os.readlink(fd).startswith(f"{temp_dir}/") for fd in (pid / "fd").iterdir())
+    except OSError:  # ended meanwhile, or not ours to read
+        return False
+
+
 def _stop(temp_dir: Path) -> None:
-    """End this cluster's processes only (those naming its temp dir): ``ray stop`` would end every
-    Ray on the machine, a local engine's included."""
-    for pid in subprocess.run(["pgrep", "-f", str(temp_dir)], capture_output=True, text=True).stdout.split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            continue
+    """End this cluster's processes only (:func:`_ours`): ``ray stop`` would end every Ray on the
+    machine, a local engine's included. Matched by command line alone, the agents of the node whose
+    raylet the test killed outlived the run."""
+    for pid in Path("/proc").glob("[0-9]*"):
+        if int(pid.name) != os.getpid() and _ours(pid, temp_dir):
+            try:
+                os.kill(int(pid.name), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
 
 
 def _unit_workers(raylet: int) -> list[int]:
