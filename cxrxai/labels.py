@@ -24,6 +24,7 @@ __all__ = [
     "AGE_BINS",
     "DEMO_LABELS",
     "FINDINGS",
+    "GROUPINGS",
     "MATCH_KINDS",
     "LabelMatch",
     "NO_FINDING",
@@ -54,6 +55,9 @@ DEMO_LABELS: tuple[str, ...] = FINDINGS + (NO_FINDING,)
 
 AGE_BINS: tuple[str, ...] = ("0-20", "20-40", "40-60", "60-80", "80+")
 SEXES: tuple[str, ...] = ("M", "F")
+#: The groupings a subgroup report may name (``by=``), each an image field (``age_bin``: from ``age``);
+#: race and insurance only where MIMIC-IV's admissions gave them (the mimic layout).
+GROUPINGS: tuple[str, ...] = ("sex", "age_bin", "view", "race", "insurance")
 
 #: Groups of names that mean the same finding, each with the sources that spell it so. The first
 #: name is ours (NIH ChestX-ray14's, else CheXpert's); names are compared by :func:`label_key`

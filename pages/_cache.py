@@ -34,6 +34,7 @@ __all__ = [
     "data_audit",
     "digest",
     "finding_choices",
+    "grouping_counts",
     "image",
     "model_performance",
     "model_spec",
@@ -223,6 +224,12 @@ def finding_choices(path: str, built_at: str, model_id: str, method: str, split:
     (a grouping of the whole table on every click of the explorer before)."""
     cases = case_table(path, built_at, model_id, method, split=split)
     return summaries.finding_choices(cases, _at(path, built_at).model_spec(model_id).labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def grouping_counts(path: str, built_at: str, model_id: str) -> dict[str, int]:
+    """:func:`cxrxai.summaries.grouping_counts` over the split the subgroup reports evaluate."""
+    return summaries.grouping_counts(_at(path, built_at), model_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -14,11 +14,11 @@ import pandas as pd
 
 from ..demographic_groups import regroup
 from ..errors import StoreError, UnknownNameError
-from ..labels import NO_FINDING
+from ..labels import GROUPINGS, NO_FINDING
 from ..metrics import fairness, group_means
 from ..store import Store
 from ..summaries import prediction_table
-from ..summaries.hints import THRESHOLDS_FILL, no_finding_truth
+from ..summaries.hints import RACE_INSURANCE_SOURCE, THRESHOLDS_FILL, no_finding_truth
 from ._cases import localization_cases, require_metrics
 from ._registry import report
 
@@ -28,13 +28,6 @@ __all__ = ["explanation_auc_by_subgroup", "metric_by_subgroup", "no_group_reason
 #: Grouping column → the image field it is made from.
 _FIELD = {"sex": "sex", "age": "age", "age_bin": "age", "view": "view", "race": "race",
           "insurance": "insurance"}
-#: The groupings ``by=`` may name, listed (but ``age``, the raw years) when a store lacks one.
-GROUPINGS = ("sex", "age_bin", "view", "race", "insurance")
-#: Where race and insurance come from, quoted when a store has none.
-_FROM_ADMISSIONS = ("race and insurance are read from MIMIC-IV's admissions.csv(.gz) (its race column, "
-                    "ethnicity before MIMIC-IV 2.0, and insurance) by the mimic layout, no other layout "
-                    "carries them: load MIMIC-CXR with --data-option mimic_iv=DIR holding that file "
-                    "(directly or under hosp/), with `python -m cxrxai precompute` or `import-predictions`")
 
 
 def _columns(by: str | list[str]) -> list[str]:
@@ -108,7 +101,7 @@ def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what:
 def _why_none(store: Store, ids, column: str, empty: bool) -> str:
     """Why no image of ``ids`` has ``column`` (``empty``: none has it) and how to supply it."""
     if empty and column in ("race", "insurance"):
-        return f"none of these {len(ids):,} images records {column}: {_FROM_ADMISSIONS}"
+        return f"none of these {len(ids):,} images records {column}: {RACE_INSURANCE_SOURCE}"
     return no_group_reason(store, ids, column)
 
 

@@ -32,6 +32,14 @@ THRESHOLDS_FILL = (
 )
 
 
+#: Where race and insurance come from, quoted wherever a store has none.
+RACE_INSURANCE_SOURCE = (
+    "race and insurance are read from MIMIC-IV's admissions.csv(.gz) (its race column, ethnicity before "
+    "MIMIC-IV 2.0, and insurance) by the mimic layout, no other layout carries them: load MIMIC-CXR with "
+    "--data-option mimic_iv=DIR holding that file (directly or under hosp/), with `python -m cxrxai "
+    "precompute` or `import-predictions`")
+
+
 def fill_command(
     store: Store, what: str = "predictions", *, explainers: str | None = "gradcam,gradcam++"
 ) -> str:
