@@ -238,8 +238,10 @@ def _ours(pid: Path, temp_dir: Path) -> bool:
     """Whether process ``pid`` (its ``/proc`` folder) is this cluster's: its command line names the
     temp dir, or (a node's agents, which retitle themselves ``ray::DashboardAgent``) a file it has
     open lies there."""
+    ours = str(temp_dir).encode()  # never a prefix of another worker's cluster (cxr-ray-12 in cxr-ray-123)
     try:
-        if str(temp_dir).encode() in (pid / "cmdline").read_bytes():
+        args = (pid / "cmdline").read_bytes().split(b"\0")
+        if any(a == ours or a.endswith(b"=" + ours) or ours + b"/" in a for a in args):
             return True
         return any(os.readlink(fd).startswith(f"{temp_dir}/") for fd in (pid / "fd").iterdir())
     except OSError:  # ended meanwhile, or not ours to read
