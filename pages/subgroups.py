@@ -39,6 +39,7 @@ rate = c2.radio("Rate", RATES, horizontal=True, key=_kept("rate", RATES), format
 ci = c3.radio("Interval", INTERVALS, horizontal=True, key=_kept("ci", INTERVALS))
 options = {g: st.radio(f"{g.capitalize()} groups", list(SCHEMES), horizontal=True, format_func=SCHEMES.get,
                        key=_kept(f"{g}_groups", list(SCHEMES))) for g in by if g in ("race", "insurance")}
+grouped = "".join(f"-{g}-{s}" for g, s in options.items())  # how race / insurance were grouped, in CSV names
 if note := summaries.missing_groupings_note({g: counts[g] for g in RECORDED}):
     st.caption(note)
 
@@ -53,6 +54,8 @@ if rates is not None and not rates.empty:
         # A TPR (or FNR) bar is about the group's positives, an FPR bar about its negatives.
         outcomes = ["FP", "TN"] if rate == "fpr" else ["TP", "FN"]
         ui.set_kept("f_finding", label)
+        # the explorer on the split the report evaluated (test when the model has one, else every image)
+        ui.set_kept("f_split", summaries.resolve_split(store, model_id, None) or summaries.ALL)
         for column, key in FILTERS.items():
             ui.set_kept(key, [chosen[column]] if column in chosen else [])
         ui.set_kept("f_outcome", outcomes)
@@ -81,7 +84,6 @@ if rates is not None and not rates.empty:
         "small",
     ]
     ui.table(rates[[c for c in cols if c in rates]])
-    grouped = "".join(f"-{g}-{s}" for g, s in options.items())  # how race / insurance were grouped
     ui.download_csv(rates, f"{model_id}-{rate}-by-{'-'.join(by)}{grouped}.csv", key="dl_rates", store=store)
     st.caption(
         "Gaps: against the label's overall rate and the median group (CheXclusion). Groups with fewer than "
@@ -92,7 +94,8 @@ st.subheader("No Finding: underdiagnosis (FPR) and overdiagnosis (FNR)")
 under = ui.try_report(store, "underdiagnosis", model_id, by=by, **options)
 if under is not None:
     ui.table(under)
-    ui.download_csv(under, f"{model_id}-underdiagnosis.csv", key="dl_under", store=store)
+    ui.download_csv(under, f"{model_id}-underdiagnosis-by-{'-'.join(by)}{grouped}.csv", key="dl_under",
+                    store=store)
 
 st.subheader("Explanation quality by subgroup")
 c1, c2 = st.columns(2)
@@ -106,4 +109,5 @@ if expl is not None and not expl.empty:
     for row in expl[expl["n"] == 0].itertuples() if "note" in expl else []:  # shown, never silently dropped
         st.warning(f"{row.label} · {getattr(row, expl_by[0])}: {row.note}")
     ui.table(expl)
-    ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-group.csv", key="dl_expl", store=store)
+    ui.download_csv(expl, f"{model_id}-{method}-{metric}-by-{expl_by[0]}{grouped}.csv", key="dl_expl",
+                    store=store)

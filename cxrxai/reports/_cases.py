@@ -157,7 +157,8 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         raise StoreError(why or _no_case_in_slice(model_id, loc, slice_, method))
     loc = sliced
     groups = [c for c in ("race", "insurance") if store.images_have([c])]  # since schema v8
-    imgs = store.images(image_ids=loc.image_id.unique(), columns=["sex", "age", "age_bin", "split", *groups])
+    imgs = store.images(image_ids=loc.image_id.unique(),
+                        columns=["sex", "age", "age_bin", "view", "split", *groups])  # every grouping's field
     return loc.merge(imgs, on="image_id", how="left")
 
 

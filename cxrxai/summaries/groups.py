@@ -34,8 +34,7 @@ def missing_groupings_note(counts: dict[str, int]) -> str | None:
         return None
     note = f"Not offered: {', '.join(missing)}, which none of these images records."
     if {"race", "insurance"} & set(missing):
-        which = " and ".join(g for g in ("race", "insurance") if g in missing)
-        note += f" The {which}: {RACE_INSURANCE_SOURCE}."
+        note += f" Where they come from: {RACE_INSURANCE_SOURCE}."
     return note
 
 

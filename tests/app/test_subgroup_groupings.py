@@ -27,19 +27,25 @@ IMAGES = {
 }
 
 
+#: An image outside the test split the reports evaluate: a bar's pairs never include it
+LATER = {"x": ("BLACK/AFRICAN AMERICAN", "Medicare", 0.9, 1)}
+
+
 def _store(path, *, recorded: bool):
-    ids = list(IMAGES)
-    groups = {"race": [v[0] for v in IMAGES.values()], "insurance": [v[1] for v in IMAGES.values()]}
+    ids = list(IMAGES) + list(LATER)
+    values = [*IMAGES.values(), *LATER.values()]
+    groups = {"race": [v[0] for v in values], "insurance": [v[1] for v in values]}
     with write_store(path, fresh=True) as w:
         w.put_model(ModelSpec(name="m", arch="densenet121", labels=("Edema",), thresholds={}))
         w.put_dataset("mimic", source="mimic", labels=["Edema"], root=str(path.parent), config={})
         w.put_images(pd.DataFrame({"image_id": ids, "dataset": "mimic", "path": [f"{i}.jpg" for i in ids],
-                                   "split": "test", "sex": "F", **(groups if recorded else {})}))
-        probs = np.array([[v[2]] for v in IMAGES.values()])
+                                   "split": ["test"] * len(IMAGES) + ["val"] * len(LATER), "sex": "F",
+                                   **(groups if recorded else {})}))
+        probs = np.array([[v[2]] for v in values])
         w.put_predictions("m", ids, ("Edema",), np.zeros_like(probs), probs)
         w.put_thresholds("m", [{"label": "Edema", "threshold": 0.5, "method": "fixed", "criterion": np.nan,
                                 "split": "val"}])
-        w.put_labels(pd.DataFrame({"image_id": ids, "label": "Edema", "value": [v[3] for v in IMAGES.values()]}))
+        w.put_labels(pd.DataFrame({"image_id": ids, "label": "Edema", "value": [v[3] for v in values]}))
         w.publish()
     return path
 
@@ -80,9 +86,11 @@ def test_a_race_bar_opens_exactly_the_pairs_it_counts(mimic_store, rate, outcome
     """Black's TPR bar: its positives c and d (g is a negative); its FPR bar: g alone."""
     bar = {"selection": {"points": [{"customdata": ["Edema", "Black", len(pairs)]}], "point_indices": [0],
                          "box": [], "lasso": []}}
-    at = _app(mimic_store, "pages/subgroups.py", grouping="race", race_groups="paper", rate=rate, rate_chart=bar)
+    at = _app(mimic_store, "pages/subgroups.py", grouping="race", race_groups="paper", rate=rate, rate_chart=bar,
+              f_split="val")  # the explorer left on another split than the report's
     assert not at.exception, at.exception
     assert at.session_state["f_outcome"] == outcomes and at.session_state["f_sex"] == []
+    assert at.session_state["f_split"] == "test"  # the split the report evaluated
     assert at.session_state[SELECTED["pairs"]] == pairs
     at.switch_page("pages/explorer.py").run()
     table = grid_table(at)
@@ -95,3 +103,11 @@ def test_a_store_without_race_does_not_offer_it_and_says_where_it_comes_from(tmp
     assert at.radio(key="grouping").options == ["sex", "age_bin", "sex × age_bin"]
     (note,) = [c.value for c in at.caption if c.value.startswith("Not offered")]
     assert "race, insurance" in note and "MIMIC-IV's admissions.csv" in note and "mimic_iv=DIR" in note
+
+
+def test_the_explanation_section_groups_by_view(tiny_full_store):
+    """The scored cases carry every grouping's field, view included (it raised "no group by view")."""
+    at = _app(tiny_full_store, "pages/subgroups.py", grouping="view")
+    assert not at.exception, at.exception
+    assert not [i.value for i in at.info if "no group by view" in i.value]
+    assert any("view" in d.value.columns and "mean" in d.value.columns for d in at.dataframe)

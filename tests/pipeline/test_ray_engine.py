@@ -243,8 +243,16 @@ def _ours(pid: Path, temp_dir: Path) -> bool:
         args = (pid / "cmdline").read_bytes().split(b"\0")
         if any(a == ours or a.endswith(b"=" + ours) or ours + b"/" in a for a in args):
             return True
-        return any(os.readlink(fd).startswith(f"{temp_dir}/") for fd in (pid / "fd").iterdir())
+        fds = list((pid / "fd").iterdir())
     except OSError:  # ended meanwhile, or not ours to read
+        return False
+    return any(_opens(fd, temp_dir) for fd in fds)
+
+
+def _opens(fd: Path, temp_dir: Path) -> bool:
+    try:
+        return os.readlink(fd).startswith(f"{temp_dir}/")
+    except OSError:  # closed meanwhile
         return False
 
 
@@ -256,7 +264,7 @@ def _stop(temp_dir: Path) -> None:
         if int(pid.name) != os.getpid() and _ours(pid, temp_dir):
             try:
                 os.kill(int(pid.name), signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 continue
 
 
