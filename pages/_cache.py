@@ -22,6 +22,7 @@ from cxrxai import audit, paths, reports, summaries
 from cxrxai.data.cases import case_image, case_masks
 from cxrxai.errors import CxrxaiError
 from cxrxai.explain import native_map
+from cxrxai.labels import GROUPINGS
 from cxrxai.live import LiveWorker
 from cxrxai.models.spec import ModelSpec
 from cxrxai.present import panel, provenance
@@ -228,8 +229,12 @@ def finding_choices(path: str, built_at: str, model_id: str, method: str, split:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def grouping_counts(path: str, built_at: str, model_id: str) -> dict[str, int]:
-    """:func:`cxrxai.summaries.grouping_counts` over the split the subgroup reports evaluate."""
-    return summaries.grouping_counts(_at(path, built_at), model_id)
+    """:func:`cxrxai.summaries.grouping_counts` over the split the subgroup reports evaluate; none
+    when the model has no predictions there (the page's reports then say why, :func:`try_report`)."""
+    try:
+        return summaries.grouping_counts(_at(path, built_at), model_id)
+    except CxrxaiError:
+        return dict.fromkeys(GROUPINGS, 0)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -51,4 +51,3 @@ def group_pairs(store: Store, model_id: str, label: str, group: dict[str, str], 
         rows = rows[rows[column].astype("string") == str(value)]
     rows = rows[rows.ground_truth.astype(float).eq(1.0) == positives]
     return sorted(zip(rows.image_id.astype(str), rows.label.astype(str)))
-

@@ -111,3 +111,13 @@ def test_the_explanation_section_groups_by_view(tiny_full_store):
     assert not at.exception, at.exception
     assert not [i.value for i in at.info if "no group by view" in i.value]
     assert any("view" in d.value.columns and "mean" in d.value.columns for d in at.dataframe)
+
+
+def test_a_model_without_predictions_says_so_instead_of_failing(tmp_path):
+    path = tmp_path / "none.duckdb"
+    with write_store(path, fresh=True) as w:
+        w.put_model(ModelSpec(name="m", arch="densenet121", labels=("Edema",), thresholds={}))
+        w.publish()
+    at = _app(path, "pages/subgroups.py")
+    assert not at.exception, at.exception
+    assert any("has no predictions" in i.value for i in at.info)
