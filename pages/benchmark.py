@@ -92,8 +92,8 @@ sweep = ui.try_report(store, "occlusion-sweep", model_id)
 if sweep is not None and not sweep.empty:
     ui.chart(viz.sweep_lines(sweep), key="sweep_chart")
     ui.table(sweep)
-    unplanned = " (plan not recorded)" if summaries.sweep_ran(store, model_id) else ""
-    counts = summaries.sweep_stored(store, model_id, viz.sweep_counts(sweep, unplanned=unplanned))
+    stored = viz.sweep_counts(sweep, **({} if summaries.sweep_ran(store, model_id) else {"unplanned": ""}))
+    counts = summaries.sweep_stored(store, model_id, stored)  # no plan note where no sweep ran: none was made
     st.caption(f"Maps stored per setting: {counts}. Metrics on the cases every stored "
                f"setting has (`cases_scored`). {viz.sweep_timing(sweep)}" + (
         " This store started from the demo's shipped evidence snapshot: its maps were timed on the machine "

@@ -9,6 +9,7 @@ has no filter for opens exactly its (image, finding) pairs."""
 import streamlit as st
 
 from cxrxai import reports, summaries
+from cxrxai.demographic_groups import GROUPINGS
 from cxrxai.present import viz
 from cxrxai.summaries.predictions import split_note
 from pages import _common as ui
@@ -18,9 +19,9 @@ INTERSECTION = "sex × age_bin"
 RECORDED = ("view", "race", "insurance")
 #: The explorer's filter of a grouping: a bar of these opens as filters, of any other as exact pairs
 FILTERS = {"sex": "f_sex", "age_bin": "f_age"}
-#: How race and insurance are grouped (the reports' race= / insurance= options)
-SCHEMES = {"as_recorded": "as recorded",
-           "paper": "the Underdiagnosis paper's groups (Seyyed-Kalantari et al. 2021)"}
+#: How race and insurance are grouped: the reports' race= / insurance= choices, and what each is called
+SCHEMES = list(GROUPINGS)
+SCHEME_NAMES = {"paper": "the Underdiagnosis paper's groups (Seyyed-Kalantari et al. 2021)"}
 RATES, INTERVALS = ["tpr", "fpr", "fnr"], ["wilson", "bootstrap"]
 
 
@@ -37,8 +38,9 @@ grouping = c1.radio("Group by", groupings, horizontal=True, key=_kept("grouping"
 by = ["sex", "age_bin"] if grouping == INTERSECTION else [grouping]
 rate = c2.radio("Rate", RATES, horizontal=True, key=_kept("rate", RATES), format_func=str.upper)
 ci = c3.radio("Interval", INTERVALS, horizontal=True, key=_kept("ci", INTERVALS))
-options = {g: st.radio(f"{g.capitalize()} groups", list(SCHEMES), horizontal=True, format_func=SCHEMES.get,
-                       key=_kept(f"{g}_groups", list(SCHEMES))) for g in by if g in ("race", "insurance")}
+options = {g: st.radio(f"{g.capitalize()} groups", SCHEMES, key=_kept(f"{g}_groups", SCHEMES),
+                       horizontal=True, format_func=lambda s: SCHEME_NAMES.get(s, s.replace("_", " ")))
+           for g in by if g in ("race", "insurance")}
 grouped = "".join(f"-{g}-{s}" for g, s in options.items())  # how race / insurance were grouped, in CSV names
 if note := summaries.missing_groupings_note({g: counts[g] for g in RECORDED}):
     st.caption(note)
