@@ -68,6 +68,10 @@ class Check:
     shipped: tuple[str, ...] = ()
     select: Callable[[pd.DataFrame], pd.Series] | None = None
     per_model: bool = True
+    #: the columns of what one computation pays for, when it computes several rows at once (a
+    #: fidelity case: every method's rows share its faithfulness subsets and random-order curves);
+    #: a sample then draws whole units (:func:`~.recompute.sample`). None: each row alone.
+    unit: tuple[str, ...] | None = None
 
     def rows(self, table: pd.DataFrame) -> pd.DataFrame:
         """The rows of ``table`` this check recomputes."""
@@ -295,7 +299,7 @@ CHECKS = {
     "maps": Check("maps", ("model_id", "image_id", "label", "method", "params_key"),
                   lambda s: [_maps_of(s.rows)]),
     "fidelity": Check("fidelity", ("model_id", "image_id", "label", "method", "params_key"), _fidelity,
-                      _LOC),
+                      _LOC, unit=("model_id", "image_id", "label")),
     "shortcut": Check("shortcut", ("model_id", "image_id", "method"), _shortcut, per_model=False),
 }
 

@@ -64,10 +64,18 @@ def unchecked(folder: str | Path) -> dict[str, int]:
 
 def sample(folder: str | Path, name: str, n: int, seed: int) -> pd.DataFrame:
     """A seeded random sample of ``n`` rows that the check ``name`` (:data:`CHECKS`: a table's name
-    for its first check) recomputes (fewer when it has fewer)."""
+    for its first check) recomputes (fewer when it has fewer). A check whose stage computes several
+    rows at once (its :attr:`~.checks.Check.unit`) gets whole units: the units in a seeded random
+    order, each unit's rows together, the first ``n`` rows (a fidelity case's methods recomputed as
+    the build computed them, at the cost of one case instead of one per row)."""
     check = _check(name)
     rows = check.rows(_rows(Path(folder), check.table))
-    return rows.sample(n=min(n, len(rows)), random_state=seed).reset_index(drop=True)
+    if check.unit is None:
+        return rows.sample(n=min(n, len(rows)), random_state=seed).reset_index(drop=True)
+    units = pd.MultiIndex.from_frame(rows[list(check.unit)])
+    order = units.unique().to_frame(index=False).sample(frac=1, random_state=seed)
+    rank = pd.MultiIndex.from_frame(order).get_indexer(units)
+    return rows.iloc[np.argsort(rank, kind="stable")].head(n).reset_index(drop=True)
 
 
 #: What one map is, in the rows that rest on it: a check's rows share these columns with its
