@@ -146,6 +146,27 @@ def tiny_store(tmp_path_factory, tiny_model_path) -> Path:
     return built_once(tmp_path_factory, "store", build) / "tiny.duckdb"
 
 
+@pytest.fixture(scope="module")
+def few_ig_steps():
+    """The demo plan's Integrated Gradients at 4 steps instead of 50, for a tiny demo build whose
+    tests count maps, rounds and pages, never an attribution's value (at 50 steps IG was 40 % of such
+    a build's CPU). Every other setting of the demo plan stays as it is."""
+    from dataclasses import replace
+
+    from cxrxai.pipeline import demo_plan
+    from cxrxai.pipeline.maps import MapPlan
+
+    def plan() -> MapPlan:
+        base = MapPlan()
+        return replace(base, maps=tuple(replace(m, params={**m.params, "steps": 4}) if m.method == "ig" else m
+                                        for m in base.maps))
+
+    assert demo_plan.MapPlan is MapPlan  # the name demo_plan sizes the demo's maps from
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(demo_plan, "MapPlan", plan)
+        yield
+
+
 @pytest.fixture(scope="session")
 def shortcut_world(tiny_config, tiny_model_path, tmp_path_factory):
     """The planted shortcut on the tiny cohort: its config, a model fine-tuned from the tiny model

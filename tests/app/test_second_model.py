@@ -25,7 +25,7 @@ SMALL = Evidence(per_finding=2, sweep_cases=2, fidelity_cases=2, trust_images=3)
 
 
 @pytest.fixture(scope="module")
-def two_model_store(tmp_path_factory, tiny_model_path, tiny_config):
+def two_model_store(tmp_path_factory, tiny_model_path, tiny_config, few_ig_steps):
     root = tmp_path_factory.mktemp("two")
     main = load(tiny_model_path)
     spec = main.spec.with_(name=SECOND, arch="resnet18", cam_layer=ARCHITECTURES["resnet18"][1])

@@ -33,7 +33,6 @@ from cxrxai.pipeline.maps import (
 from cxrxai.pipeline.trust import TrustPlan, trust_stage
 from cxrxai.store import open_store, write_store
 
-
 #: The evidence in rounds: builds run (not in `make test-quick`).
 pytestmark = pytest.mark.evidence
 
@@ -269,7 +268,7 @@ def _counts(path, model: str) -> dict:
 
 @pytest.mark.slow
 def test_a_build_in_rounds_gives_every_model_its_first_look_and_resumes_after_a_kill(tmp_path, tiny_model_path,
-                                                                                     tiny_config):
+                                                                                     tiny_config, few_ig_steps):
     main = load(tiny_model_path)
     spec = main.spec.with_(name="tiny-resnet18", arch="resnet18", cam_layer=ARCHITECTURES["resnet18"][1])
     second = save(build("resnet18", len(spec.labels)), spec, tmp_path / "models" / "tiny-resnet18.pt")
