@@ -24,8 +24,8 @@ app: $(STORE)
 test: $(VENV)/.test-installed
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15; status=$$?; if [ $$status -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$status
 
-# The inner loop (313 s of CPU, docs/testing.md): the unit and contract tests, without the tests marked as
-# driving Chromium, starting Ray or a server, recomputing evidence, or slow (pyproject's markers).
+# The inner loop (about 330 s of CPU, docs/testing.md): the unit and contract tests, without the tests
+# marked as driving Chromium, starting Ray or a server, recomputing evidence, or slow (pyproject's markers).
 QUICK := not slow and not browser and not ray and not evidence and not server
 test-quick: $(VENV)/.test-installed
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "$(QUICK)" --durations=15
