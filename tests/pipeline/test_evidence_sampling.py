@@ -14,7 +14,7 @@ CASE = ["model_id", "image_id", "label"]
 
 @pytest.fixture()
 def folder(tmp_path):
-    """A snapshot folder with a fidelity table of 5 cases × 2 methods and a maps table of 10 rows."""
+    """A snapshot folder with a fidelity table of 5 cases × 2 methods and a maps table of 12 rows."""
     rows = [{"model_id": m, "image_id": f"im{i}", "label": "Mass", "method": method, "params_key": "{}",
              "faithfulness": 0.1 * i} for m in ("a", "b") for i in range(3) for method in ("gradcam", "occlusion")]
     pd.DataFrame(rows[:-2]).to_parquet(tmp_path / "fidelity.parquet", index=False)
