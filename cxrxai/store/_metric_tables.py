@@ -14,8 +14,8 @@ import pandas as pd
 from ..errors import UnknownNameError
 from ..metrics.registry import metric_names
 from ._schema import LOCALIZATION_KEY, METRIC_TABLES
-from ._stage_tables import DECLARED_TABLES
 from ._sql import quoted, where
+from ._stage_tables import DECLARED_TABLES
 
 __all__ = ["MetricTableQueries"]
 

@@ -51,7 +51,7 @@ def _grid(at) -> list[tuple[str, str]]:
     return sorted(zip(df.image_id, df.label))
 
 
-def test_the_subgroups_settings_survive_a_visit_to_the_explorer(store_path, stand_in):
+def test_the_subgroups_settings_survive_a_visit_to_the_explorer(store_path, stand_in):  # noqa: F811
     at = _app(store_path, "pages/subgroups.py")
     chosen = {"grouping": "sex × age_bin", "rate": "fpr", "ci": "bootstrap"}
     for key, value in chosen.items():
@@ -67,7 +67,7 @@ def test_the_subgroups_settings_survive_a_visit_to_the_explorer(store_path, stan
     assert at.selectbox(key="sub_metric").value == "iou"
 
 
-def test_a_selection_from_another_page_reloads_from_its_url(store_path, stand_in):
+def test_a_selection_from_another_page_reloads_from_its_url(store_path, stand_in):  # noqa: F811
     with open_store(store_path) as s:
         cases = summaries.case_table(s, MODEL)
     pos = cases[cases.ground_truth == 1]
@@ -87,7 +87,7 @@ def test_a_selection_from_another_page_reloads_from_its_url(store_path, stand_in
     assert reloaded.subheader[0].value.split(" — ")[0] in {i for i, _ in picked}
 
 
-def test_a_selection_too_long_for_the_url_says_so(store_path, stand_in):
+def test_a_selection_too_long_for_the_url_says_so(store_path, stand_in):  # noqa: F811
     with open_store(store_path) as s:
         ids = sorted(s.images().image_id)
     many = [(i, lab) for i in ids for lab in DEMO_LABELS][: ui.URL_PAIRS + 1]

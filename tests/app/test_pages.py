@@ -13,7 +13,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cxrxai.store import write_store
-
 from pages._shell import SECTIONS
 
 #: Every page the navigation lists (a new page is tested by being listed there).

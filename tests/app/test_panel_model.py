@@ -67,7 +67,8 @@ def _texts(at) -> list[str]:
     return [m.value for m in at.markdown] + [c.value for c in at.caption]
 
 
-def test_the_single_panel_shows_the_chosen_models_probability_and_only_one_model_picker(two_models, stand_in):
+def test_the_single_panel_shows_the_chosen_models_probability_and_only_one_model_picker(
+        two_models, stand_in):  # noqa: F811
     case = _case(two_models)
     first, second = _decision(two_models, MODEL, case), _decision(two_models, SECOND, case)
     assert first.split(" ·")[0] != second.split(" ·")[0]
@@ -83,7 +84,7 @@ def test_the_single_panel_shows_the_chosen_models_probability_and_only_one_model
     assert not any(first.split(" ·")[0] in t for t in texts), texts  # no number of the other model is left
 
 
-def test_the_compare_layouts_second_panel_shows_its_own_models_numbers(two_models, stand_in):
+def test_the_compare_layouts_second_panel_shows_its_own_models_numbers(two_models, stand_in):  # noqa: F811
     case = _case(two_models)
     at = _app(two_models, "pages/explorer.py", sel_model=MODEL, f_finding="Effusion", sel_case=case,
               layout="compare", method_1="gradcam")
@@ -100,7 +101,7 @@ def test_the_compare_layouts_second_panel_shows_its_own_models_numbers(two_model
     assert SECOND in titles[1] and f"P {_decision(two_models, SECOND, case)[2:7]}" in titles[1], titles
 
 
-def test_a_cancelled_partial_map_draws_no_contour_and_is_not_scored(two_models, stand_in):
+def test_a_cancelled_partial_map_draws_no_contour_and_is_not_scored(two_models, stand_in):  # noqa: F811
     at = _app(two_models, "pages/explorer.py", sel_model=MODEL, f_finding="Effusion",
               sel_case=_case(two_models), method_0="occlusion", patch_0=8, stride_0=4)
     (job,) = stand_in.live()

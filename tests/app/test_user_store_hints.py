@@ -119,8 +119,8 @@ def test_no_finding_without_ground_truth_says_how_to_give_the_dataset_one(tmp_pa
     """A model with a No Finding output over a folder dataset that labels none: the thresholds are
     there (the model's own), so the hint names the dataset's missing label, not thresholds."""
     import numpy as np
-
     from _user_store import IDS, LABELS, user_store
+
     from cxrxai.models.spec import ModelSpec
     from cxrxai.store import write_store
 

@@ -106,10 +106,10 @@ def test_subgroup_exports_name_the_split_they_used(store_path, name):
 
 def test_a_box_only_truth_has_one_legend_entry():
     import numpy as np
+    import pandas as pd
 
     from cxrxai.data.cases import case_masks
     from cxrxai.present.film import film_figure
-    import pandas as pd
 
     ann = pd.DataFrame([{"image_id": "a", "label": "Nodule", "reader": "gt", "instance": 0, "kind": "box",
                          "x": 10.0, "y": 8.0, "w": 20.0, "h": 12.0, "mask_rle": None, "mask_height": None,

@@ -99,10 +99,10 @@ def test_same_name_other_weights_is_refused_and_the_store_untouched(two_runs, tm
 
 
 def test_the_refusal_is_typed(two_runs, tmp_path, monkeypatch):
-    from cxrxai.models.from_text import load_model_text
-    from cxrxai.pipeline.dataset import build_dataset, dataset_plan
     from cxrxai.data.adapters import load_dataset
     from cxrxai.errors import ModelIdentityError
+    from cxrxai.models.from_text import load_model_text
+    from cxrxai.pipeline.dataset import build_dataset, dataset_plan
 
     data, one, two, store = two_runs
     work = tmp_path / "s.duckdb"
