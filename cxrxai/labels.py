@@ -55,9 +55,12 @@ DEMO_LABELS: tuple[str, ...] = FINDINGS + (NO_FINDING,)
 
 AGE_BINS: tuple[str, ...] = ("0-20", "20-40", "40-60", "60-80", "80+")
 SEXES: tuple[str, ...] = ("M", "F")
+#: The demographics MIMIC-IV's admissions give (the mimic layout; schema v8 on), each an image field
+#: with its ``<field>_source``: a store or dataset without them has none recorded.
+ADMISSION_FIELDS: tuple[str, ...] = ("race", "insurance")
 #: The groupings a subgroup report may name (``by=``), each an image field (``age_bin``: from ``age``);
-#: race and insurance only where MIMIC-IV's admissions gave them (the mimic layout).
-GROUPINGS: tuple[str, ...] = ("sex", "age_bin", "view", "race", "insurance")
+#: race and insurance only where MIMIC-IV's admissions gave them (:data:`ADMISSION_FIELDS`).
+GROUPINGS: tuple[str, ...] = ("sex", "age_bin", "view", *ADMISSION_FIELDS)
 
 #: Groups of names that mean the same finding, each with the sources that spell it so. The first
 #: name is ours (NIH ChestX-ray14's, else CheXpert's); names are compared by :func:`label_key`

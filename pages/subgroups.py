@@ -10,13 +10,14 @@ import streamlit as st
 
 from cxrxai import reports, summaries
 from cxrxai.demographic_groups import GROUPINGS
+from cxrxai.labels import ADMISSION_FIELDS
 from cxrxai.present import viz
 from cxrxai.summaries.predictions import split_note
 from pages import _common as ui
 
 INTERSECTION = "sex × age_bin"
 #: Offered where the model's images record them (summaries.grouping_counts), after sex, age bin and both
-RECORDED = ("view", "race", "insurance")
+RECORDED = ("view", *ADMISSION_FIELDS)
 #: The explorer's filter of a grouping: a bar of these opens as filters, of any other as exact pairs
 FILTERS = {"sex": "f_sex", "age_bin": "f_age"}
 #: How race and insurance are grouped: the reports' race= / insurance= choices, and what each is called
@@ -40,7 +41,7 @@ rate = c2.radio("Rate", RATES, horizontal=True, key=_kept("rate", RATES), format
 ci = c3.radio("Interval", INTERVALS, horizontal=True, key=_kept("ci", INTERVALS))
 options = {g: st.radio(f"{g.capitalize()} groups", SCHEMES, key=_kept(f"{g}_groups", SCHEMES),
                        horizontal=True, format_func=lambda s: SCHEME_NAMES.get(s, s.replace("_", " ")))
-           for g in by if g in ("race", "insurance")}
+           for g in by if g in ADMISSION_FIELDS}
 grouped = "".join(f"-{g}-{s}" for g, s in options.items())  # how race / insurance were grouped, in CSV names
 if note := summaries.missing_groupings_note({g: counts[g] for g in RECORDED}):
     st.caption(note)

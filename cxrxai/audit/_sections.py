@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..demographic_groups import fell_to_other
+from ..labels import ADMISSION_FIELDS
 from ..store import Store
 from ._reasons import action, reason
 
@@ -131,7 +132,7 @@ def _coverage(name: str, counts: pd.DataFrame, n_images: int) -> str:
     known = int(rows["n"].sum())
     froms = ", ".join(f"{s} {count(n)}" for s, n in rows.groupby("source", sort=False)["n"].sum().items())
     line = f"{name} known for {share(known, n_images)}" + (f", from {froms}" if froms else "")
-    return f"{line}: {_ADMISSIONS_ONLY}" if not known and name in ("race", "insurance") else line
+    return f"{line}: {_ADMISSIONS_ONLY}" if not known and name in ADMISSION_FIELDS else line
 
 
 def _paper_other(store: Store, dataset: str, name: str) -> str | None:
@@ -163,7 +164,7 @@ def demographics(store: Store, dataset: str, n_images: int) -> Section:
     table["percent"] = (100 * table["n"] / n_images).round(1)
     fields = store.demographic_fields()
     lines = [_coverage(name, counts, n_images) for name in fields]
-    lines += [line for name in fields if name in ("race", "insurance")
+    lines += [line for name in fields if name in ADMISSION_FIELDS
               if (line := _paper_other(store, dataset, name))]
     if not store.images_have(["sex_source", "age_source", "view_source"]):
         lines.append(_old_store(store, "where each value came from is"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import StoreError, UnknownNameError
+from ..labels import ADMISSION_FIELDS
 from ..metrics import registry as metric_registry
 from ..store import Store, main_rows
 from ..summaries import fill_hint, will_come
@@ -156,7 +157,7 @@ def localization_cases(store: Store, model_id: str, *, reader: str = "gt", slice
         why = no_region(store, model_id, loc, reader)
         raise StoreError(why or _no_case_in_slice(model_id, loc, slice_, method))
     loc = sliced
-    groups = [c for c in ("race", "insurance") if store.images_have([c])]  # since schema v8
+    groups = [c for c in ADMISSION_FIELDS if store.images_have([c])]  # since schema v8
     imgs = store.images(image_ids=loc.image_id.unique(),
                         columns=["sex", "age", "age_bin", "view", "split", *groups])  # every grouping's field
     return loc.merge(imgs, on="image_id", how="left")

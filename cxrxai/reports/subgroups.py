@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..demographic_groups import regroup
 from ..errors import StoreError, UnknownNameError
-from ..labels import GROUPINGS, NO_FINDING
+from ..labels import ADMISSION_FIELDS, GROUPINGS, NO_FINDING
 from ..metrics import fairness, group_means
 from ..store import Store
 from ..summaries import prediction_table
@@ -100,7 +100,7 @@ def require_groups(store: Store, table: pd.DataFrame, by: str | list[str], what:
 
 def _why_none(store: Store, ids, column: str, empty: bool) -> str:
     """Why no image of ``ids`` has ``column`` (``empty``: none has it) and how to supply it."""
-    if empty and column in ("race", "insurance"):
+    if empty and column in ADMISSION_FIELDS:
         return f"none of these {len(ids):,} images records {column}: {RACE_INSURANCE_SOURCE}"
     return no_group_reason(store, ids, column)
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import StoreError
+from ..labels import ADMISSION_FIELDS
 
 __all__ = ["ADMISSION_FIELDS", "PROVENANCE_COLUMNS", "AuditQueries"]
 
 #: The image columns schema v5 added: where sex, age and view came from, what the film reader did.
 PROVENANCE_COLUMNS = ("sex_source", "age_source", "view_source", "decode_note")
 _FIELDS = ("sex", "age", "view")
-#: The demographics schema v8 added (MIMIC-IV's admissions), each with its ``<field>_source``.
-ADMISSION_FIELDS = ("race", "insurance")
 
 
 class AuditQueries:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import UnknownNameError
+from ..labels import ADMISSION_FIELDS
 from ..models.spec import ModelSpec
 from ..models.stored import ModelIdentity
 from ..models.thresholds import decision_sql
@@ -90,7 +91,7 @@ class ModelQueries:
         where += (" AND " if where else " WHERE ") + "p.model_id = ?"
         params.append(model_id)
         # race and insurance since schema v8: a store before has no such grouping
-        groups = "".join(f"i.{c}, " for c in ("race", "insurance") if self.images_have([c]))
+        groups = "".join(f"i.{c}, " for c in ADMISSION_FIELDS if self.images_have([c]))
         return self._arrow_df(
             f"""SELECT p.image_id, i.dataset, i.split, i.patient_id, i.sex, i.age, i.age_bin, i.view,
                        {groups}p.label, p.prob, p.logit, t.threshold, l.value AS ground_truth,

@@ -9,7 +9,7 @@ of a grouping the explorer has no filter for opens exactly its (image, finding) 
 from __future__ import annotations
 
 from ..demographic_groups import regroup
-from ..labels import GROUPINGS
+from ..labels import ADMISSION_FIELDS, GROUPINGS
 from ..store import Store
 from .hints import RACE_INSURANCE_SOURCE
 from .predictions import prediction_table
@@ -33,7 +33,7 @@ def missing_groupings_note(counts: dict[str, int]) -> str | None:
     if not missing:
         return None
     note = f"Not offered: {', '.join(missing)}, which none of these images records."
-    if {"race", "insurance"} & set(missing):
+    if set(ADMISSION_FIELDS) & set(missing):
         note += f" Where they come from: {RACE_INSURANCE_SOURCE}."
     return note
 

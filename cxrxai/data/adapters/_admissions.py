@@ -26,12 +26,12 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import DataError
+from ...labels import ADMISSION_FIELDS
 from ._base import Problems, read_csv, require, sourced
 
 __all__ = ["ADMISSION_FIELDS", "ADMISSION_RULES", "UNRECORDED", "admission_demographics"]
 
 ADMISSION_RULES = ("agree", "first", "last")
-ADMISSION_FIELDS = ("race", "insurance")
 #: MIMIC-IV's words for a race that was not recorded (read as missing, like a blank).
 UNRECORDED = ("UNKNOWN", "UNABLE TO OBTAIN", "PATIENT DECLINED TO ANSWER")
 _RULE_WORDS = {"agree": "left missing", "first": "the earliest admission's taken",
