@@ -14,7 +14,7 @@ import pandas as pd
 from ..errors import StoreError
 from ..labels import ADMISSION_FIELDS
 
-__all__ = ["ADMISSION_FIELDS", "PROVENANCE_COLUMNS", "AuditQueries"]
+__all__ = ["PROVENANCE_COLUMNS", "AuditQueries"]
 
 #: The image columns schema v5 added: where sex, age and view came from, what the film reader did.
 PROVENANCE_COLUMNS = ("sex_source", "age_source", "view_source", "decode_note")

@@ -63,7 +63,8 @@ def _ray_workers() -> list[int]:
 def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world, monkeypatch, capsys):
     layout, root, env, local = world
     store = root / "ray.duckdb"
-    cmd = [sys.executable, "-m", "cxrxai", *_argv(layout, root, store), "--engine", "ray", "--ray-cpus", "2"]
+    argv = [*_argv(layout, root, store), "--engine", "ray", "--ray-cpus", "2"]
+    cmd = [sys.executable, "-m", "cxrxai", *argv]
     proc = subprocess.Popen(cmd, cwd=REPO, env={**env, "CXRXAI_RAY_UNIT_DELAY": "0.4"}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed = None
@@ -89,7 +90,7 @@ def test_a_killed_worker_is_retried_and_the_store_equals_the_local_engines(world
     before = _written(store)
     monkeypatch.setenv("CXRXAI_DATA_CACHE", env["CXRXAI_DATA_CACHE"])
     capsys.readouterr()
-    assert main(cmd[3:]) == 0
+    assert main(argv) == 0
     out = capsys.readouterr().out
     report = json.loads(out[out.index("{"):])
     assert report["engine"]["units"] == 0 and report["engine"]["from_parts"] == 0

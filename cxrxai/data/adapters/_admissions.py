@@ -29,7 +29,7 @@ from ...errors import DataError
 from ...labels import ADMISSION_FIELDS
 from ._base import Problems, read_csv, require, sourced
 
-__all__ = ["ADMISSION_FIELDS", "ADMISSION_RULES", "UNRECORDED", "admission_demographics"]
+__all__ = ["ADMISSION_RULES", "UNRECORDED", "admission_demographics"]
 
 ADMISSION_RULES = ("agree", "first", "last")
 #: MIMIC-IV's words for a race that was not recorded (read as missing, like a blank).
