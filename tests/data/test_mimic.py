@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from cxrxai.data.adapters import ADAPTERS, load_dataset
+from cxrxai.data.adapters._admissions import admission_demographics
+from cxrxai.data.adapters._problems import Problems
 from cxrxai.data.adapters.mimic import mimic_path
 from cxrxai.errors import DataError, UnknownNameError
 
@@ -212,6 +214,28 @@ def test_race_and_insurance_from_mimic_iv_admissions_by_subject(tmp_path):
     assert (first.at["d1", "insurance"], last.at["d1", "insurance"]) == ("Other", "Medicaid")
     with pytest.raises(UnknownNameError, match="admission"):
         _load(root, admission="mode")
+
+
+def test_an_unreadable_admission_is_a_problem_row_not_a_silent_drop(tmp_path):
+    """A subject_id that is not a number leaves its admission out, an admittime that is not a date
+    keeps it (ordered after the dated ones); each is a problem row with its spreadsheet row, and
+    strict refuses the file (read alone: the films' own bad rows would be refused first)."""
+    root = _write(tmp_path)
+    _admissions(root)
+    path = root / "mimic-iv" / "hosp" / "admissions.csv.gz"
+    stays = pd.read_csv(path, dtype=str, keep_default_na=False)
+    bad = stays.iloc[[3, 3]].assign(subject_id=["S10000764", ""])  # spreadsheet rows 7 and 8
+    stays.loc[3, "admittime"] = "sometime in 2132"  # spreadsheet row 5: 10000764's one stay
+    pd.concat([stays, bad]).to_csv(path, index=False)
+    t = _load(root)
+    rows = t.problems.set_index("row").problem
+    assert rows[7] == "subject_id 'S10000764' is not a number; admission left out"
+    assert rows[8] == "no subject_id; admission left out"
+    assert rows[5] == ("admittime 'sometime in 2132' is not a date; admission kept, ordered after the "
+                       "subject's dated admissions")
+    assert t.images.set_index("image_id").at["d4", "race"] == "BLACK/AFRICAN AMERICAN"  # kept
+    with pytest.raises(DataError, match="admissions.csv.gz, row 7: subject_id"):
+        admission_demographics(path, path.parent, pd.Series([10000764]), "agree", Problems(strict=True))
 
 
 def test_race_from_older_releases_ethnicity_column(tmp_path):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...errors import DataError
@@ -55,8 +56,26 @@ def _stays(path: Path, problems: Problems) -> tuple[pd.DataFrame, str]:
     for field, column in (("race", race), ("insurance", "insurance")):
         text = adm[column].astype("string").str.strip()
         stays[field] = text.where(~text.str.upper().isin(UNRECORDED) & (text != ""))
+    _unreadable(adm, stays, path, problems)
     stays = stays.dropna(subset=["subject_id"]).astype({"subject_id": "int64"})
     return stays.sort_values(["subject_id", "time"], kind="stable"), race
+
+
+def _unreadable(adm: pd.DataFrame, stays: pd.DataFrame, path: Path, problems: Problems) -> None:
+    """A problem row for each admission whose subject_id is not a number (left out: it matches no
+    film) or whose admittime is not a date (kept, ordered after its subject's dated admissions, so
+    ``admission=first`` / ``last`` may not take it where its real time would put it)."""
+    def what(column: str, i: int, kind: str) -> str:
+        value = adm[column].iloc[i]
+        return f"no {column}" if pd.isna(value) else f"{column} {value!r} is not a {kind}"
+
+    no_subject = stays.subject_id.isna().to_numpy()
+    for i in np.flatnonzero(no_subject):
+        problems.add(path, int(adm.index[i]) + 2, None, what("subject_id", i, "number"),
+                     action="admission left out")
+    for i in np.flatnonzero(stays.time.isna().to_numpy() & ~no_subject):
+        problems.add(path, int(adm.index[i]) + 2, None, what("admittime", i, "date"),
+                     action="admission kept, ordered after the subject's dated admissions")
 
 
 def _per_subject(stays: pd.DataFrame, field: str, rule: str, film_subjects: pd.Series, path: Path,
